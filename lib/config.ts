@@ -1,0 +1,55 @@
+import { z } from "zod";
+
+const port = z.string().regex(/^[0-9]{1,5}$/, "must be a port number from 0 to 65535")
+  .transform(Number)
+  .refine((n) => n <= 65535, "must be a port number from 0 to 65535");
+
+const ConfigSchema = z.object({
+  PORT: port.default(8000),
+  GRPC_PORT: z.union([z.literal("off"), port]).default(50051),
+  HOST: z.string().min(1).default("0.0.0.0"),
+  KV_PATH: z.string().min(1).default("data/kv.sqlite3"),
+  BOOKS_FILE: z.string().min(1).optional(),
+  MAX_BODY_BYTES: z.string().regex(/^[1-9][0-9]{0,8}$/, "must be a positive integer")
+    .transform(Number).default(65536),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+});
+
+/** Validated server configuration. */
+export interface Config {
+  port: number;
+  grpcPort: number | "off";
+  host: string;
+  kvPath: string;
+  booksFile: string | undefined;
+  maxBodyBytes: number;
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+}
+
+/** Thrown when an environment variable is invalid; the message names the variable. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Reads and validates the configuration from environment variables. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const picked = Object.fromEntries(
+    Object.keys(ConfigSchema.shape).map((k) => [k, env[k] === "" ? undefined : env[k]]),
+  );
+  const parsed = ConfigSchema.safeParse(picked);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0]);
+    throw new ConfigError(`invalid ${name}=${JSON.stringify(picked[name])}: ${issue.message}`);
+  }
+  const c = parsed.data;
+  return {
+    port: c.PORT,
+    grpcPort: c.GRPC_PORT,
+    host: c.HOST,
+    kvPath: c.KV_PATH,
+    booksFile: c.BOOKS_FILE,
+    maxBodyBytes: c.MAX_BODY_BYTES,
+    logLevel: c.LOG_LEVEL,
+  };
+}

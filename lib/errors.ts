@@ -1,0 +1,220 @@
+/**
+ * The one domain error model. Every protocol edge (REST, GraphQL, gRPC) renders these; nothing
+ * else decides status codes or user messages.
+ */
+
+/** Stable, documented error codes (the `error` member of the detailed body). */
+export type ErrorCode =
+  | "invalid-body"
+  | "invalid-field"
+  | "invalid-parameter"
+  | "unauthorized"
+  | "forbidden"
+  | "book-not-found"
+  | "address-not-found"
+  | "route-not-found"
+  | "method-not-allowed"
+  | "not-acceptable"
+  | "precondition-failed"
+  | "payload-too-large"
+  | "unsupported-media-type"
+  | "rate-limited"
+  | "service-unavailable"
+  | "internal";
+
+/** Languages user messages are translated into; English is the fallback. */
+export type Language = "en" | "de";
+
+interface ErrorDefinition {
+  status: number;
+  messages: Record<Language, string>;
+}
+
+/** Per-code HTTP status and translated user messages (spec 7.4 `message`). */
+export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
+  "invalid-body": {
+    status: 400,
+    messages: {
+      en: "The request body could not be read.",
+      de: "Der Inhalt der Anfrage konnte nicht gelesen werden.",
+    },
+  },
+  "invalid-field": {
+    status: 400,
+    messages: {
+      en: "A field has an invalid value.",
+      de: "Ein Feld hat einen ungültigen Wert.",
+    },
+  },
+  "invalid-parameter": {
+    status: 400,
+    messages: {
+      en: "A parameter of the request is invalid.",
+      de: "Ein Parameter der Anfrage ist ungültig.",
+    },
+  },
+  "unauthorized": {
+    status: 401,
+    messages: { en: "Please sign in.", de: "Bitte melden Sie sich an." },
+  },
+  "forbidden": {
+    status: 403,
+    messages: {
+      en: "You are not allowed to do this.",
+      de: "Sie dürfen diese Aktion nicht ausführen.",
+    },
+  },
+  "book-not-found": {
+    status: 404,
+    messages: { en: "The book was not found.", de: "Das Buch wurde nicht gefunden." },
+  },
+  "address-not-found": {
+    status: 404,
+    messages: {
+      en: "The address was not found.",
+      de: "Die Adresse wurde nicht gefunden.",
+    },
+  },
+  "route-not-found": {
+    status: 404,
+    messages: {
+      en: "This page does not exist.",
+      de: "Diese Seite existiert nicht.",
+    },
+  },
+  "method-not-allowed": {
+    status: 405,
+    messages: {
+      en: "This action is not possible here.",
+      de: "Diese Aktion ist hier nicht möglich.",
+    },
+  },
+  "not-acceptable": {
+    status: 406,
+    messages: {
+      en: "The requested format is not available.",
+      de: "Das gewünschte Format ist nicht verfügbar.",
+    },
+  },
+  "precondition-failed": {
+    status: 412,
+    messages: {
+      en: "The data was changed in the meantime. Please reload.",
+      de: "Die Daten wurden zwischenzeitlich geändert. Bitte neu laden.",
+    },
+  },
+  "payload-too-large": {
+    status: 413,
+    messages: {
+      en: "The request is too large.",
+      de: "Die Anfrage ist zu groß.",
+    },
+  },
+  "unsupported-media-type": {
+    status: 415,
+    messages: {
+      en: "The request format is not supported.",
+      de: "Das Format der Anfrage wird nicht unterstützt.",
+    },
+  },
+  "rate-limited": {
+    status: 429,
+    messages: {
+      en: "Too many requests. Please try again later.",
+      de: "Zu viele Anfragen. Bitte später erneut versuchen.",
+    },
+  },
+  "service-unavailable": {
+    status: 503,
+    messages: {
+      en: "The service is temporarily unavailable. Please try again later.",
+      de: "Der Dienst ist vorübergehend nicht verfügbar. Bitte später erneut versuchen.",
+    },
+  },
+  "internal": {
+    status: 500,
+    messages: {
+      en: "An unexpected error occurred.",
+      de: "Ein unerwarteter Fehler ist aufgetreten.",
+    },
+  },
+};
+
+/** One problem: a code plus the untranslated developer detail. */
+export interface Problem {
+  code: ErrorCode;
+  detail: string;
+}
+
+/** An expected, mapped failure. Carries one or more problems that share one HTTP status. */
+export class AppError extends Error {
+  readonly problems: Problem[];
+  readonly status: number;
+  /** Seconds for `Retry-After` (503, 429). */
+  readonly retryAfter: number | undefined;
+  /** Extra headers the edge should send (for example `Allow` on 405). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    detail: string,
+    options: {
+      more?: Problem[];
+      retryAfter?: number;
+      headers?: Record<string, string>;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.name = "AppError";
+    this.problems = [{ code, detail }, ...(options.more ?? [])];
+    this.status = ERROR_DEFINITIONS[code].status;
+    this.retryAfter = options.retryAfter;
+    this.headers = options.headers ?? {};
+  }
+
+  /** The first (most important) code. */
+  get code(): ErrorCode {
+    return this.problems[0]!.code;
+  }
+}
+
+/** Builds one AppError from several problems of the same kind (all field errors of a body). */
+export function appErrorFromProblems(problems: Problem[]): AppError {
+  const [first, ...rest] = problems;
+  if (!first) throw new TypeError("appErrorFromProblems needs at least one problem");
+  return new AppError(first.code, first.detail, { more: rest });
+}
+
+/** The translated user message for a code. */
+export function userMessage(code: ErrorCode, language: Language): string {
+  return ERROR_DEFINITIONS[code].messages[language];
+}
+
+/** Picks the best supported language from an `Accept-Language` header (RFC 9110 weights). */
+export function negotiateLanguage(header: string | null | undefined): Language {
+  if (!header) return "en";
+  let best: Language = "en";
+  let bestQ = 0;
+  for (const part of header.split(",")) {
+    const [range = "", ...params] = part.trim().split(";");
+    const tag = range.trim().toLowerCase();
+    let q = 1;
+    for (const param of params) {
+      const [k, v] = param.trim().split("=");
+      if (k === "q" && v !== undefined) q = Number(v);
+    }
+    if (!(q > 0)) continue;
+    const primary = tag.split("-")[0];
+    const lang: Language | undefined = primary === "de"
+      ? "de"
+      : primary === "en"
+      ? "en"
+      : undefined;
+    if (lang && q > bestQ) {
+      best = lang;
+      bestQ = q;
+    }
+  }
+  return best;
+}

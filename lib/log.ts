@@ -1,0 +1,58 @@
+/** Log levels in increasing severity. */
+export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
+
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
+
+/** Structured JSON-lines logger. Fields must never carry secrets or request bodies. */
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  /** Writes anything still buffered. */
+  flush(): void;
+}
+
+/**
+ * Creates a logger writing one JSON object per line. Lines are buffered and written together on
+ * the next timer tick, so the per-request access log does not cost a synchronous write each.
+ */
+export function createLogger(
+  options: { level?: LogLevel; write?: (text: string) => void } = {},
+): Logger {
+  const min = RANK[options.level ?? "info"];
+  const encoder = new TextEncoder();
+  const write = options.write ?? ((text: string) => writeAll(encoder.encode(text)));
+  let buffer: string[] = [];
+  let scheduled = false;
+
+  function flush() {
+    scheduled = false;
+    if (buffer.length === 0) return;
+    const text = buffer.join("");
+    buffer = [];
+    write(text);
+  }
+
+  function emit(level: LogLevel, msg: string, fields?: Record<string, unknown>) {
+    if (RANK[level] < min) return;
+    buffer.push(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + "\n");
+    if (!scheduled) {
+      scheduled = true;
+      setTimeout(flush, 0);
+    }
+  }
+
+  return {
+    debug: (m, f) => emit("debug", m, f),
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+    flush,
+  };
+}
+
+function writeAll(bytes: Uint8Array) {
+  let offset = 0;
+  while (offset < bytes.length) offset += Deno.stdout.writeSync(bytes.subarray(offset));
+}

@@ -1,0 +1,122 @@
+import { dirname } from "node:path";
+import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
+import { createLogger, type Logger } from "./lib/log.ts";
+import { type Book, CatalogueSchema } from "./lib/schemas.ts";
+import { createApp } from "./routes/app.ts";
+import { openStore } from "./store/store.ts";
+
+/** A started server: its bound URLs and a graceful stop. */
+export interface RunningServer {
+  /** Base URL of the HTTP listener, e.g. `http://127.0.0.1:8000`. */
+  httpUrl: string;
+  /** Base URL of the gRPC listener, or undefined when `GRPC_PORT=off`. */
+  grpcUrl: string | undefined;
+  /** Stops accepting, finishes in-flight requests, closes KV. Safe to call twice. */
+  shutdown(): Promise<void>;
+}
+
+const DEFAULT_BOOKS = new URL("./store/books.json", import.meta.url);
+
+/** Reads and validates the seed catalogue. */
+export async function readCatalogue(path: string | URL): Promise<Book[]> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await Deno.readTextFile(path));
+  } catch (error) {
+    throw new ConfigError(`invalid BOOKS_FILE=${String(path)}: ${(error as Error).message}`);
+  }
+  const parsed = CatalogueSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(
+      `invalid BOOKS_FILE=${String(path)}: ${issue.path.join(".")} ${issue.message}`,
+    );
+  }
+  return parsed.data.toSorted((a, b) => a.id - b.id);
+}
+
+/** Opens KV at a file path (creating its directory), `:memory:`, or a KV Connect URL. */
+export async function openKv(path: string): Promise<Deno.Kv> {
+  if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
+    await Deno.mkdir(dirname(path), { recursive: true });
+  }
+  return await Deno.openKv(path);
+}
+
+function urlOf(addr: Deno.NetAddr): string {
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  return `http://${host}:${addr.port}`;
+}
+
+/** Opens storage, wires the protocols and starts the listeners. */
+export async function startServer(
+  config: Config,
+  options: { logger?: Logger } = {},
+): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const seedBooks = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
+  const kv = await openKv(config.kvPath);
+  let shuttingDown = false;
+  let store;
+  try {
+    store = await openStore(kv, { seedBooks });
+  } catch (error) {
+    kv.close();
+    throw error;
+  }
+  const app = createApp({
+    store,
+    logger,
+    maxBodyBytes: config.maxBodyBytes,
+    isShuttingDown: () => shuttingDown,
+  });
+  const http = Deno.serve({
+    port: config.port,
+    hostname: config.host,
+    onListen: () => {},
+  }, app.fetch);
+  const httpUrl = urlOf(http.addr);
+  logger.info("listening", {
+    http: httpUrl,
+    kv: config.kvPath.startsWith("http") ? "remote" : config.kvPath,
+  });
+
+  let stopping: Promise<void> | undefined;
+  function shutdown(): Promise<void> {
+    stopping ??= (async () => {
+      shuttingDown = true;
+      await http.shutdown();
+      kv.close();
+      logger.info("stopped");
+      logger.flush();
+    })();
+    return stopping;
+  }
+  return { httpUrl, grpcUrl: undefined, shutdown };
+}
+
+if (import.meta.main) {
+  let config: Config;
+  try {
+    config = loadConfig(Deno.env.toObject());
+  } catch (error) {
+    console.error(error instanceof ConfigError ? error.message : error);
+    Deno.exit(2);
+  }
+  const logger = createLogger({ level: config.logLevel });
+  let server: RunningServer;
+  try {
+    server = await startServer(config, { logger });
+  } catch (error) {
+    logger.flush();
+    console.error(error instanceof ConfigError ? error.message : `start-up failed: ${error}`);
+    Deno.exit(1);
+  }
+  const stop = async (signal: string) => {
+    logger.info("shutting down", { signal });
+    await server.shutdown();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+}

@@ -1,0 +1,100 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { AppError, appErrorFromProblems, type Problem } from "../lib/errors.ts";
+import type { Logger } from "../lib/log.ts";
+import type { Store } from "../store/store.ts";
+import { addressRoutes } from "./addresses.ts";
+import { booksRoutes } from "./books.ts";
+import { docsRoutes } from "./docs.ts";
+import type { AppEnv } from "./env.ts";
+import { healthRoutes } from "./health.ts";
+import { jsonObjectBody, requestContext } from "./middleware.ts";
+import { allowedMethods } from "./allowed_methods.ts";
+import { renderAppError, renderThrown } from "./render_error.ts";
+
+/** What the HTTP app needs from the process. */
+export interface AppDeps {
+  store: Store;
+  logger: Logger;
+  /** Largest accepted request body in bytes (413 above). */
+  maxBodyBytes: number;
+  /** True once graceful shutdown began (readiness turns 503). */
+  isShuttingDown?: () => boolean;
+}
+
+interface ZodIssueLike {
+  path: PropertyKey[];
+  message: string;
+}
+
+/** Turns zod issues into problems: body fields are `invalid-field`, the rest `invalid-parameter`. */
+export function problemsFromIssues(target: string, issues: readonly ZodIssueLike[]): Problem[] {
+  return issues.map((issue) => {
+    const name = issue.path.map(String).join(".") || "(root)";
+    if (target === "json") {
+      const text = issue.message.includes("received undefined") ? "is required" : issue.message;
+      return { code: "invalid-field", detail: `Field "${name}": ${text}.` };
+    }
+    const where = target === "param"
+      ? "Path parameter"
+      : target === "query"
+      ? "Query parameter"
+      : "Header";
+    return { code: "invalid-parameter", detail: `${where} "${name}" ${issue.message}.` };
+  });
+}
+
+/** Builds the HTTP application: REST routes, OpenAPI document, probes, error rendering. */
+export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        throw appErrorFromProblems(problemsFromIssues(result.target, result.error.issues));
+      }
+    },
+  });
+
+  app.use("*", requestContext(deps.logger));
+  // "/addresses/*" also matches "/addresses" itself.
+  app.use("/addresses/*", jsonObjectBody(deps.maxBodyBytes));
+
+  booksRoutes(deps.store.books, app);
+  addressRoutes(deps.store.addresses, app);
+  healthRoutes({ store: deps.store, isShuttingDown: deps.isShuttingDown ?? (() => false) }, app);
+  docsRoutes(app);
+  // GraphQL and Connect/gRPC-Web mount here (graphql/, rpc/).
+
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Books and addresses API",
+      version: "1.0.0",
+      description: "REST side of the book catalogue and address book. Errors use the detailed " +
+        "body `{errors:[{error,message,detail,help}]}`, or RFC 7807 with " +
+        "`Accept: application/problem+json`.",
+    },
+  });
+
+  app.notFound((c) => routeNotFound(app, c));
+  app.onError((error, c) => renderThrown(c, error, deps.logger));
+  return app;
+}
+
+function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
+  const allow = allowedMethods(app.routes, c.req.path);
+  if (allow.length === 0) {
+    return renderAppError(c, new AppError("route-not-found", `No route matches ${c.req.path}.`));
+  }
+  const allowHeader = allow.join(", ");
+  if (c.req.method === "OPTIONS") {
+    return new Response(null, { status: 204, headers: { allow: allowHeader } });
+  }
+  return renderAppError(
+    c,
+    new AppError(
+      "method-not-allowed",
+      `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allowHeader}.`,
+      { headers: { allow: allowHeader } },
+    ),
+  );
+}

@@ -1,0 +1,15 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "./env.ts";
+
+const ERRORS_DOC = new URL("../docs/errors.md", import.meta.url);
+let errorsDoc: Uint8Array<ArrayBuffer> | undefined;
+
+/** Serves the error-code reference that every error's `help` link points to. */
+export function docsRoutes(app: OpenAPIHono<AppEnv>): void {
+  app.get("/docs/errors", async () => {
+    errorsDoc ??= await Deno.readFile(ERRORS_DOC);
+    return new Response(errorsDoc, {
+      headers: { "content-type": "text/markdown; charset=utf-8" },
+    });
+  });
+}

@@ -1,0 +1,14 @@
+/** Hono environment shared by every route: per-request variables set by middleware. */
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+  };
+}
+
+/**
+ * zod-openapi types a handler's result by the documented schema; a response whose body is
+ * already encoded (the catalogue's cached JSON) is a plain Response, so it is passed through here.
+ */
+export function preEncoded(response: Response): never {
+  return response as never;
+}

@@ -1,0 +1,67 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { AppError } from "../lib/errors.ts";
+import { ErrorBodySchema } from "../lib/schemas.ts";
+import type { Store } from "../store/store.ts";
+import type { AppEnv } from "./env.ts";
+
+const StatusSchema = z.object({ status: z.string() }).openapi("Status");
+
+const healthz = createRoute({
+  method: "get",
+  path: "/healthz",
+  summary: "Liveness: 200 while the process serves",
+  responses: {
+    200: { description: "Alive", content: { "application/json": { schema: StatusSchema } } },
+  },
+});
+
+const readyz = createRoute({
+  method: "get",
+  path: "/readyz",
+  summary: "Readiness: KV reachable, catalogue seeded, not shutting down",
+  responses: {
+    200: { description: "Ready", content: { "application/json": { schema: StatusSchema } } },
+    503: {
+      description: "`service-unavailable`",
+      content: { "application/json": { schema: ErrorBodySchema } },
+    },
+  },
+});
+
+const READY_TIMEOUT_MS = 2000;
+
+/** Liveness and readiness probes. */
+export function healthRoutes(
+  deps: { store: Store; isShuttingDown: () => boolean },
+  app: OpenAPIHono<AppEnv>,
+): void {
+  app.openapi(healthz, (c) => c.json({ status: "ok" }, 200));
+
+  app.openapi(readyz, async (c) => {
+    if (deps.isShuttingDown()) {
+      throw new AppError("service-unavailable", "The server is shutting down.", { retryAfter: 1 });
+    }
+    if (!deps.store.books.isReady()) {
+      throw new AppError("service-unavailable", "The catalogue is not loaded yet.", {
+        retryAfter: 1,
+      });
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        deps.store.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error("KV ping timed out")), READY_TIMEOUT_MS);
+        }),
+      ]);
+    } catch (error) {
+      throw new AppError("service-unavailable", "KV is not reachable.", {
+        retryAfter: 1,
+        cause: error,
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    return c.json({ status: "ready" }, 200);
+  });
+}

@@ -1,0 +1,32 @@
+import { AppError } from "../lib/errors.ts";
+
+/** The vendor media type of this API's current version (spec 9, media type versioning). */
+export const VENDOR_JSON = "application/vnd.books.v1+json";
+
+/**
+ * Picks the response type for a JSON resource from `Accept`: `application/json` unless the
+ * client asks for the vendor type, which is then echoed (spec 9). 406 when neither is acceptable.
+ */
+export function negotiateJson(accept: string | undefined): string {
+  if (!accept) return "application/json";
+  let json = false;
+  for (const part of accept.split(",")) {
+    const [range = "", ...params] = part.split(";");
+    const type = range.trim().toLowerCase();
+    if (params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p))) continue;
+    if (type === VENDOR_JSON) return VENDOR_JSON;
+    if (
+      type === "application/json" || type === "*/*" || type === "application/*" ||
+      type === "application/problem+json"
+    ) {
+      json = true;
+    }
+  }
+  if (json) return "application/json";
+  throw new AppError(
+    "not-acceptable",
+    `This resource is available as application/json or ${VENDOR_JSON}; Accept was ${
+      accept.slice(0, 100)
+    }.`,
+  );
+}

@@ -1,0 +1,66 @@
+import type { Book } from "../lib/schemas.ts";
+import { withKvRetry } from "./kv_retry.ts";
+
+/** Read access to the book catalogue. */
+export interface BookStore {
+  /** Every book, ascending id. The array is shared and frozen: do not mutate. */
+  list(): readonly Book[];
+  /** One book, or undefined. */
+  get(id: number): Book | undefined;
+  /** The JSON text of `list()`, encoded once, for the REST hot path. */
+  listJson(): Uint8Array<ArrayBuffer>;
+  /** The JSON text of one book, encoded once, or undefined. */
+  getJson(id: number): Uint8Array<ArrayBuffer> | undefined;
+  /** True once the catalogue has been seeded and loaded. */
+  isReady(): boolean;
+}
+
+const BOOK_PREFIX = ["books"] as const;
+const SEEDED_MARKER = ["catalogue", "seeded"] as const;
+// Deno KV allows at most 1000 mutations per atomic operation; stay well below.
+const SEED_CHUNK = 200;
+
+/**
+ * Seeds the catalogue once (idempotent: writing the same book twice is harmless, and the marker
+ * is set with a check so concurrent instances agree), then loads it into memory. The catalogue
+ * has no write API, so one load at start-up serves every request without touching KV.
+ */
+export async function openBookStore(kv: Deno.Kv, seed: readonly Book[]): Promise<BookStore> {
+  await seedCatalogue(kv, seed);
+  const books: Book[] = [];
+  for await (const entry of kv.list<Book>({ prefix: BOOK_PREFIX })) books.push(entry.value);
+  return createBookStore(books);
+}
+
+/** Builds a BookStore over books already in memory (ascending id). */
+export function createBookStore(books: readonly Book[]): BookStore {
+  const frozen = Object.freeze(books.map((b) => Object.freeze({ ...b })));
+  const byId = new Map(frozen.map((b) => [b.id, b]));
+  const encoder = new TextEncoder();
+  const json = encoder.encode(JSON.stringify(frozen));
+  const jsonById = new Map(frozen.map((b) => [b.id, encoder.encode(JSON.stringify(b))]));
+  return {
+    list: () => frozen,
+    get: (id) => byId.get(id),
+    listJson: () => json,
+    getJson: (id) => jsonById.get(id),
+    isReady: () => true,
+  };
+}
+
+/** Writes the seed books unless the catalogue was seeded before. */
+export async function seedCatalogue(kv: Deno.Kv, seed: readonly Book[]): Promise<boolean> {
+  const marker = await withKvRetry(() => kv.get(SEEDED_MARKER));
+  if (marker.value !== null) return false;
+  for (let i = 0; i < seed.length; i += SEED_CHUNK) {
+    const op = kv.atomic();
+    for (const book of seed.slice(i, i + SEED_CHUNK)) op.set([...BOOK_PREFIX, book.id], book);
+    await withKvRetry(() => op.commit());
+  }
+  const done = await withKvRetry(() =>
+    kv.atomic().check({ key: SEEDED_MARKER, versionstamp: null })
+      .set(SEEDED_MARKER, { count: seed.length, at: new Date().toISOString() })
+      .commit()
+  );
+  return done.ok;
+}
