@@ -3,6 +3,7 @@ import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
 import { type Book, CatalogueSchema } from "./lib/schemas.ts";
 import { createApp } from "./routes/app.ts";
+import { withKvRetry } from "./store/kv_retry.ts";
 import { openStore } from "./store/store.ts";
 
 /** A started server: its bound URLs and a graceful stop. */
@@ -40,7 +41,8 @@ export async function openKv(path: string): Promise<Deno.Kv> {
   if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
     await Deno.mkdir(dirname(path), { recursive: true });
   }
-  return await Deno.openKv(path);
+  // A second process opening the same file can briefly see "database is locked".
+  return await withKvRetry(() => Deno.openKv(path));
 }
 
 function urlOf(addr: Deno.NetAddr): string {

@@ -29,7 +29,16 @@ interface ZodIssueLike {
 
 /** Turns zod issues into problems: body fields are `invalid-field`, the rest `invalid-parameter`. */
 export function problemsFromIssues(target: string, issues: readonly ZodIssueLike[]): Problem[] {
-  return issues.map((issue) => {
+  // One problem per field: zod may report follow-up checks on a value of the wrong type, and
+  // only the first issue of a field says something useful.
+  const seen = new Set<string>();
+  const firstPerField = issues.filter((issue) => {
+    const key = issue.path.map(String).join(".");
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  return firstPerField.map((issue) => {
     const name = issue.path.map(String).join(".") || "(root)";
     if (target === "json") {
       const text = issue.message.includes("received undefined") ? "is required" : issue.message;

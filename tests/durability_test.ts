@@ -1,0 +1,121 @@
+import assert from "node:assert/strict";
+import { spawnServer, startTestServer } from "./support/server.ts";
+
+const JSON_TYPE = { "content-type": "application/json" };
+
+async function create(base: string, name: string): Promise<Response> {
+  return await fetch(`${base}/addresses`, {
+    method: "POST",
+    headers: JSON_TYPE,
+    body: JSON.stringify({ name, city: "Berlin", postalCode: "10115" }),
+  });
+}
+
+async function listAll(base: string): Promise<{ id: number; name: string }[]> {
+  const all = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = cursor ? `&cursor=${cursor}` : "";
+    const page = await (await fetch(`${base}/addresses?limit=500${query}`)).json();
+    all.push(...page.addresses);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return all;
+}
+
+Deno.test("200 concurrent POSTs get 200 distinct ids, all readable afterwards", async () => {
+  const server = await startTestServer();
+  try {
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => create(server.httpUrl, `c${i}`)),
+    );
+    const bodies = await Promise.all(responses.map((r) => r.json()));
+    assert.deepEqual(responses.map((r) => r.status), Array(200).fill(201));
+    const ids = bodies.map((b) => b.id);
+    assert.equal(new Set(ids).size, 200);
+    for (const body of bodies) {
+      const res = await fetch(`${server.httpUrl}/addresses/${body.id}`);
+      assert.deepEqual(await res.json(), body);
+    }
+    assert.equal((await listAll(server.httpUrl)).length, 200);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("restart on the same KV file: every address survives, ids keep growing", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "books-restart-" });
+  const env = { KV_PATH: `${dir}/kv.sqlite3`, GRPC_PORT: "off" };
+  try {
+    const first = await spawnServer(env);
+    const created = [];
+    for (let i = 0; i < 20; i++) created.push(await (await create(first.httpUrl, `r${i}`)).json());
+    assert.equal(await first.stop(), 0, "SIGTERM exits 0");
+    assert.match(first.output(), /"msg":"stopped"/);
+
+    const second = await spawnServer(env);
+    try {
+      assert.deepEqual(await listAll(second.httpUrl), created);
+      const next = await (await create(second.httpUrl, "after")).json();
+      assert.ok(next.id > Math.max(...created.map((c) => c.id)));
+    } finally {
+      assert.equal(await second.stop(), 0);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("two processes on one KV file: no duplicate id, no 500, nothing lost", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "books-twoproc-" });
+  const env = { KV_PATH: `${dir}/kv.sqlite3`, GRPC_PORT: "off" };
+  // Started together: seeding and KV opening race as well.
+  const [a, b] = await Promise.all([spawnServer(env), spawnServer(env)]);
+  try {
+    const responses = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => create(i % 2 ? a.httpUrl : b.httpUrl, `t${i}`)),
+    );
+    const statuses = responses.map((r) => r.status);
+    const bodies = await Promise.all(responses.map((r) => r.json()));
+    assert.ok(statuses.every((s) => s === 201 || s === 503), `statuses: ${statuses}`);
+    for (const [i, s] of statuses.entries()) {
+      if (s === 503) {
+        assert.equal(responses[i]!.headers.get("retry-after"), "1");
+        assert.equal(bodies[i].errors[0].error, "service-unavailable");
+      }
+    }
+    const acknowledged = bodies.filter((_, i) => statuses[i] === 201);
+    const ids = acknowledged.map((x) => x.id);
+    assert.equal(new Set(ids).size, ids.length, "no duplicate id");
+    // Every acknowledged write is visible through either process.
+    const stored = await listAll(a.httpUrl);
+    assert.deepEqual(
+      stored.map((s) => s.id),
+      ids.toSorted((x, y) => x - y),
+    );
+    assert.ok(acknowledged.length >= 290, `only ${acknowledged.length} of 300 acknowledged`);
+  } finally {
+    await a.stop();
+    await b.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a bad environment variable stops start-up with one line naming it", async () => {
+  const cases: [string, string][] = [["PORT", "abc"], ["GRPC_PORT", "99999"], [
+    "MAX_BODY_BYTES",
+    "-1",
+  ]];
+  for (const [name, value] of cases) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", new URL("../main.ts", import.meta.url).pathname],
+      env: { [name]: value, KV_PATH: ":memory:" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 2);
+    const text = new TextDecoder().decode(out.stderr).trim();
+    assert.equal(text.split("\n").length, 1, text);
+    assert.ok(text.startsWith(`invalid ${name}=`), text);
+  }
+});
