@@ -3,6 +3,7 @@ import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
 import { type Book, CatalogueSchema } from "./lib/schemas.ts";
 import { createApp } from "./routes/app.ts";
+import { type GrpcListener, startGrpcListener } from "./rpc/grpc_listener.ts";
 import { withKvRetry } from "./store/kv_retry.ts";
 import { openStore } from "./store/store.ts";
 
@@ -78,8 +79,22 @@ export async function startServer(
     onListen: () => {},
   }, app.fetch);
   const httpUrl = urlOf(http.addr);
+  let grpc: GrpcListener | undefined;
+  if (config.grpcPort !== "off") {
+    try {
+      grpc = await startGrpcListener(
+        { port: config.grpcPort, host: config.host, tls: config.grpcTls },
+        { books: store.books, logger },
+      );
+    } catch (error) {
+      await http.shutdown();
+      kv.close();
+      throw error;
+    }
+  }
   logger.info("listening", {
     http: httpUrl,
+    grpc: grpc?.url,
     kv: config.kvPath.startsWith("http") ? "remote" : config.kvPath,
   });
 
@@ -87,14 +102,14 @@ export async function startServer(
   function shutdown(): Promise<void> {
     stopping ??= (async () => {
       shuttingDown = true;
-      await http.shutdown();
+      await Promise.all([http.shutdown(), grpc?.shutdown()]);
       kv.close();
       logger.info("stopped");
       logger.flush();
     })();
     return stopping;
   }
-  return { httpUrl, grpcUrl: undefined, shutdown };
+  return { httpUrl, grpcUrl: grpc?.url, shutdown };
 }
 
 if (import.meta.main) {

@@ -7,6 +7,8 @@ const port = z.string().regex(/^[0-9]{1,5}$/, "must be a port number from 0 to 6
 const ConfigSchema = z.object({
   PORT: port.default(8000),
   GRPC_PORT: z.union([z.literal("off"), port]).default(50051),
+  GRPC_TLS_CERT: z.string().min(1).optional(),
+  GRPC_TLS_KEY: z.string().min(1).optional(),
   HOST: z.string().min(1).default("0.0.0.0"),
   KV_PATH: z.string().min(1).default("data/kv.sqlite3"),
   BOOKS_FILE: z.string().min(1).optional(),
@@ -19,6 +21,8 @@ const ConfigSchema = z.object({
 export interface Config {
   port: number;
   grpcPort: number | "off";
+  /** PEM certificate and key files: the gRPC listener serves TLS (h2 via ALPN) when set. */
+  grpcTls: { certFile: string; keyFile: string } | undefined;
   host: string;
   kvPath: string;
   booksFile: string | undefined;
@@ -43,9 +47,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`invalid ${name}=${JSON.stringify(picked[name])}: ${issue.message}`);
   }
   const c = parsed.data;
+  if ((c.GRPC_TLS_CERT === undefined) !== (c.GRPC_TLS_KEY === undefined)) {
+    const [missing, other] = c.GRPC_TLS_CERT === undefined
+      ? ["GRPC_TLS_CERT", "GRPC_TLS_KEY"]
+      : ["GRPC_TLS_KEY", "GRPC_TLS_CERT"];
+    throw new ConfigError(`invalid ${missing}: must be set together with ${other}`);
+  }
   return {
     port: c.PORT,
     grpcPort: c.GRPC_PORT,
+    grpcTls: c.GRPC_TLS_CERT && c.GRPC_TLS_KEY
+      ? { certFile: c.GRPC_TLS_CERT, keyFile: c.GRPC_TLS_KEY }
+      : undefined,
     host: c.HOST,
     kvPath: c.KV_PATH,
     booksFile: c.BOOKS_FILE,

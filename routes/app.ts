@@ -11,6 +11,7 @@ import { healthRoutes } from "./health.ts";
 import { jsonObjectBody, requestContext } from "./middleware.ts";
 import { allowedMethods } from "./allowed_methods.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
+import { rpcRoutes } from "../rpc/http_routes.ts";
 
 /** What the HTTP app needs from the process. */
 export interface AppDeps {
@@ -72,6 +73,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   healthRoutes({ store: deps.store, isShuttingDown: deps.isShuttingDown ?? (() => false) }, app);
   docsRoutes(app);
   // GraphQL and Connect/gRPC-Web mount here (graphql/, rpc/).
+  rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

@@ -1,0 +1,56 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import type { Logger } from "../lib/log.ts";
+import type { AppEnv } from "../routes/env.ts";
+import type { BookStore } from "../store/books.ts";
+import { requestIdKey } from "./interceptor.ts";
+import { appRoutes, handlerOptions } from "./router.ts";
+
+/**
+ * Serves the application services over Connect and gRPC-Web on the main HTTP port, at
+ * `/books.v1.BooksService/books`. Native gRPC is not offered here: it ends every response with
+ * HTTP trailers, which a fetch-based server (Deno.serve) cannot send, so it lives on the gRPC
+ * listener. Each procedure is an ordinary Hono route, so 404 and 405 (with `Allow`) for its
+ * path come from the app's own route table.
+ */
+export function rpcRoutes(
+  app: OpenAPIHono<AppEnv>,
+  deps: { books: BookStore; logger: Logger },
+): void {
+  const router = createConnectRouter({
+    grpc: false,
+    ...handlerOptions({ logger: deps.logger, accessLog: false }),
+  });
+  appRoutes(deps.books)(router);
+  for (const handler of router.handlers) {
+    app.on(handler.allowedMethods, handler.requestPath, async (c) => {
+      const request = c.req.raw;
+      // Built by hand rather than with Connect's universalServerRequestFromFetch: that one reads
+      // `request.signal`, which Deno.serve aborts after every successful response (with a
+      // warning on stderr); the signal here aborts only when the client goes away.
+      const response = await handler({
+        httpVersion: "", // not known to a fetch handler; Connect only uses it to refuse bidi on 1.x
+        method: request.method,
+        url: request.url,
+        header: request.headers,
+        body: request.body ?? EMPTY_BODY,
+        signal: disconnectSignal(c.env),
+        contextValues: createContextValues().set(requestIdKey, c.get("requestId")),
+      });
+      return universalServerResponseToFetch(response);
+    });
+  }
+}
+
+const EMPTY_BODY: AsyncIterable<Uint8Array> = {
+  async *[Symbol.asyncIterator]() {},
+};
+
+/** Aborts when the response could not be delivered (Deno.serve's `completed` rejects). */
+function disconnectSignal(env: unknown): AbortSignal {
+  const controller = new AbortController();
+  const completed = (env as { completed?: Promise<void> } | undefined)?.completed;
+  completed?.catch(() => controller.abort());
+  return controller.signal;
+}

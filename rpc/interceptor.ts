@@ -1,0 +1,76 @@
+import { Code, type ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import type { Logger } from "../lib/log.ts";
+import { toConnectError } from "./errors.ts";
+
+/** The request id of a call, set by whoever accepted the request (listener or Hono route). */
+export const requestIdKey = createContextKey<string | undefined>(undefined, {
+  description: "request id",
+});
+
+// The same rule as the REST edge: a client's id is echoed only when it is harmless in logs.
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The client's `x-request-id` when well-formed, else a new UUID. */
+export function requestIdFrom(header: string | null | undefined): string {
+  return header && REQUEST_ID.test(header) ? header : crypto.randomUUID();
+}
+
+/**
+ * The one server interceptor of every RPC: echoes `x-request-id`, renders thrown errors as gRPC
+ * statuses (lib/errors.ts codes mapped, unexpected ones masked), and, when `accessLog` is set,
+ * writes one `rpc` log line per call with its gRPC code and duration (the HTTP app logs its own
+ * requests, so the main port passes false).
+ */
+export function serverInterceptor(options: { logger: Logger; accessLog: boolean }): Interceptor {
+  const { logger, accessLog } = options;
+  return (next) => async (req) => {
+    const started = performance.now();
+    const requestId = req.contextValues.get(requestIdKey) ??
+      requestIdFrom(req.header.get("x-request-id"));
+    const procedure = `${req.service.typeName}/${req.method.name}`;
+    const done = (code: Code | undefined) => {
+      if (!accessLog) return;
+      logger.info("rpc", {
+        procedure,
+        code: code === undefined ? "ok" : Code[code],
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        requestId,
+      });
+    };
+    const fail = (error: unknown): ConnectError => {
+      const connectError = toConnectError(error, { logger, requestId, procedure });
+      connectError.metadata.set("x-request-id", requestId);
+      done(connectError.code);
+      return connectError;
+    };
+    try {
+      const res = await next(req);
+      res.header.set("x-request-id", requestId);
+      if (!res.stream) {
+        done(undefined);
+        return res;
+      }
+      const finished = () => done(req.signal.aborted ? Code.Canceled : undefined);
+      return { ...res, message: mapStreamErrors(res.message, fail, finished) };
+    } catch (error) {
+      throw fail(error);
+    }
+  };
+}
+
+async function* mapStreamErrors<T>(
+  messages: AsyncIterable<T>,
+  fail: (error: unknown) => ConnectError,
+  finished: () => void,
+): AsyncIterable<T> {
+  let failed = false;
+  try {
+    yield* messages;
+  } catch (error) {
+    failed = true;
+    throw fail(error);
+  } finally {
+    // Also reached when the client goes away mid-stream (the iterator is returned early).
+    if (!failed) finished();
+  }
+}
