@@ -3,6 +3,8 @@ import { z } from "zod";
 const port = z.string().regex(/^[0-9]{1,5}$/, "must be a port number from 0 to 65535")
   .transform(Number)
   .refine((n) => n <= 65535, "must be a port number from 0 to 65535");
+const positiveInt = z.string().regex(/^[1-9][0-9]{0,8}$/, "must be a positive integer")
+  .transform(Number);
 
 const ConfigSchema = z.object({
   PORT: port.default(8000),
@@ -15,6 +17,13 @@ const ConfigSchema = z.object({
   MAX_BODY_BYTES: z.string().regex(/^[1-9][0-9]{0,8}$/, "must be a positive integer")
     .transform(Number).default(65536),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  GRAPHQL_MAX_DOCUMENT_BYTES: positiveInt.default(65536),
+  GRAPHQL_MAX_TOKENS: positiveInt.default(2000),
+  GRAPHQL_MAX_DEPTH: positiveInt.default(10),
+  GRAPHQL_MAX_ALIASES: positiveInt.default(30),
+  GRAPHQL_MAX_DIRECTIVES: positiveInt.default(50),
+  GRAPHQL_MAX_COST: positiveInt.default(1000),
+  GRAPHQL_INTROSPECTION: z.enum(["true", "false"], "must be true or false").default("true"),
 });
 
 /** Validated server configuration. */
@@ -28,6 +37,19 @@ export interface Config {
   booksFile: string | undefined;
   maxBodyBytes: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** GraphQL limits, checked before execution, and whether introspection is allowed. */
+  graphql: GraphqlConfig;
+}
+
+/** GraphQL settings (`GRAPHQL_*`). */
+export interface GraphqlConfig {
+  maxDocumentBytes: number;
+  maxTokens: number;
+  maxDepth: number;
+  maxAliases: number;
+  maxDirectives: number;
+  maxCost: number;
+  introspection: boolean;
 }
 
 /** Thrown when an environment variable is invalid; the message names the variable. */
@@ -64,5 +86,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     booksFile: c.BOOKS_FILE,
     maxBodyBytes: c.MAX_BODY_BYTES,
     logLevel: c.LOG_LEVEL,
+    graphql: {
+      maxDocumentBytes: c.GRAPHQL_MAX_DOCUMENT_BYTES,
+      maxTokens: c.GRAPHQL_MAX_TOKENS,
+      maxDepth: c.GRAPHQL_MAX_DEPTH,
+      maxAliases: c.GRAPHQL_MAX_ALIASES,
+      maxDirectives: c.GRAPHQL_MAX_DIRECTIVES,
+      maxCost: c.GRAPHQL_MAX_COST,
+      introspection: c.GRAPHQL_INTROSPECTION === "true",
+    },
   };
 }
