@@ -72,6 +72,7 @@ export async function startServer(
     logger,
     maxBodyBytes: config.maxBodyBytes,
     isShuttingDown: () => shuttingDown,
+    graphql: config.graphql,
   });
   const http = Deno.serve({
     port: config.port,

@@ -12,6 +12,8 @@ import { jsonObjectBody, requestContext } from "./middleware.ts";
 import { allowedMethods } from "./allowed_methods.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
 import { rpcRoutes } from "../rpc/http_routes.ts";
+import { graphqlRoutes } from "../graphql/routes.ts";
+import type { GraphqlConfig } from "../lib/config.ts";
 
 /** What the HTTP app needs from the process. */
 export interface AppDeps {
@@ -21,6 +23,8 @@ export interface AppDeps {
   maxBodyBytes: number;
   /** True once graceful shutdown began (readiness turns 503). */
   isShuttingDown?: () => boolean;
+  /** GraphQL limits (the `GRAPHQL_*` defaults when omitted). */
+  graphql?: GraphqlConfig;
 }
 
 interface ZodIssueLike {
@@ -73,6 +77,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   healthRoutes({ store: deps.store, isShuttingDown: deps.isShuttingDown ?? (() => false) }, app);
   docsRoutes(app);
   // GraphQL and Connect/gRPC-Web mount here (graphql/, rpc/).
+  graphqlRoutes(app, { books: deps.store.books, logger: deps.logger, config: deps.graphql });
   rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 
   app.doc31("/openapi.json", {

@@ -1,0 +1,141 @@
+import type { Hono } from "hono";
+import { AppError } from "../lib/errors.ts";
+import type { AppEnv } from "../routes/env.ts";
+
+/** Where GraphiQL's files are served; every one comes from this server. */
+export const ASSET_PATH = "/graphql/assets";
+
+const JS = "text/javascript; charset=utf-8";
+const CSS = "text/css; charset=utf-8";
+
+/**
+ * The page's assets, read at run time from the installed npm packages (graphiql 3 ships a UMD
+ * bundle that needs React 18 as globals); nothing third-party is committed. A package's files are
+ * found next to its package.json, which every package exports, so this works with or without a
+ * node_modules directory.
+ */
+const PACKAGE_ASSETS: Record<string, { pkg: string; file: string; type: string }> = {
+  "react.production.min.js": { pkg: "react", file: "umd/react.production.min.js", type: JS },
+  "react-dom.production.min.js": {
+    pkg: "react-dom",
+    file: "umd/react-dom.production.min.js",
+    type: JS,
+  },
+  "graphiql.min.js": { pkg: "graphiql", file: "graphiql.min.js", type: JS },
+  "graphiql.min.css": { pkg: "graphiql", file: "graphiql.min.css", type: CSS },
+};
+
+/** The books query GraphiQL opens with. */
+export const DEFAULT_QUERY = `# The book list (spec 4.2). Press the run button or Ctrl-Enter.
+{
+  books {
+    title
+    year
+    author {
+      firstName
+      lastName
+    }
+  }
+}
+`;
+
+// Our own start-up script, served as a file so the page's CSP needs no inline script.
+const INIT_SCRIPT = `"use strict";
+const fetcher = GraphiQL.createFetcher({ url: new URL("/graphql", location.href).href });
+ReactDOM.createRoot(document.getElementById("graphiql")).render(
+  React.createElement(GraphiQL, {
+    fetcher,
+    defaultQuery: ${JSON.stringify(DEFAULT_QUERY)},
+    defaultEditorToolsVisibility: false,
+  }),
+);
+`;
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>GraphiQL – books</title>
+<link rel="stylesheet" href="${ASSET_PATH}/graphiql.min.css">
+<link rel="stylesheet" href="${ASSET_PATH}/page.css">
+</head>
+<body>
+<div id="graphiql">Loading GraphiQL…</div>
+<script src="${ASSET_PATH}/react.production.min.js"></script>
+<script src="${ASSET_PATH}/react-dom.production.min.js"></script>
+<script src="${ASSET_PATH}/graphiql.min.js"></script>
+<script src="${ASSET_PATH}/init.js"></script>
+</body>
+</html>
+`;
+
+const PAGE_CSS = "html, body, #graphiql { height: 100%; margin: 0; }\n";
+
+/**
+ * Only this origin may provide scripts, styles, fonts and connections (GraphiQL's inline style
+ * attributes and its data: fonts excepted), so the page cannot silently depend on a CDN.
+ */
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "font-src 'self' data:",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/** The GraphiQL page. */
+export function graphiqlPage(): Response {
+  return new Response(PAGE, {
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": CSP,
+      "cache-control": "no-cache",
+      "vary": "Accept",
+    },
+  });
+}
+
+const loaded = new Map<string, Promise<Uint8Array<ArrayBuffer>>>();
+
+async function packageFile(pkg: string, file: string): Promise<Uint8Array<ArrayBuffer>> {
+  const root = import.meta.resolve(`${pkg}/package.json`);
+  return await Deno.readFile(new URL(file, root));
+}
+
+function assetBytes(name: string): Promise<Uint8Array<ArrayBuffer>> | undefined {
+  const asset = PACKAGE_ASSETS[name];
+  if (asset === undefined) return undefined;
+  let bytes = loaded.get(name);
+  if (bytes === undefined) {
+    bytes = packageFile(asset.pkg, asset.file);
+    // A failed read (package missing) is retried on the next request rather than cached.
+    bytes.catch(() => loaded.delete(name));
+    loaded.set(name, bytes);
+  }
+  return bytes;
+}
+
+/** Serves GraphiQL's assets at `/graphql/assets/{name}`. */
+export function graphiqlAssetRoutes(app: Hono<AppEnv>): void {
+  app.get(`${ASSET_PATH}/:name`, async (c) => {
+    const name = c.req.param("name");
+    const cacheControl = "public, max-age=3600";
+    if (name === "init.js" || name === "page.css") {
+      return new Response(name === "init.js" ? INIT_SCRIPT : PAGE_CSS, {
+        headers: { "content-type": name === "init.js" ? JS : CSS, "cache-control": cacheControl },
+      });
+    }
+    const bytes = assetBytes(name);
+    if (bytes === undefined) {
+      throw new AppError("route-not-found", `No GraphiQL asset is named ${name.slice(0, 100)}.`);
+    }
+    return new Response(await bytes, {
+      headers: { "content-type": PACKAGE_ASSETS[name]!.type, "cache-control": cacheControl },
+    });
+  });
+}

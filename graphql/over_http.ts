@@ -1,0 +1,164 @@
+import { AppError } from "../lib/errors.ts";
+import { readLimited } from "../routes/middleware.ts";
+
+/** The response media types of GraphQL-over-HTTP. */
+export type GraphqlMediaType = "application/json" | "application/graphql-response+json";
+
+export const GRAPHQL_RESPONSE_JSON = "application/graphql-response+json";
+
+const negotiated = new Map<string, GraphqlMediaType | undefined>();
+
+/**
+ * Picks the response type from `Accept` (GraphQL-over-HTTP): `application/json` when the header
+ * is missing, `*` wildcards or `application/json` are accepted; `application/graphql-response+json`
+ * when the client accepts it at least as much. Undefined when neither is acceptable. Results are
+ * memoised per header value: clients send the same few headers over and over.
+ */
+export function negotiateGraphqlType(accept: string | undefined): GraphqlMediaType | undefined {
+  if (accept === undefined || accept === "" || accept === "application/json") {
+    return "application/json";
+  }
+  if (negotiated.has(accept)) return negotiated.get(accept);
+  let jsonQ = 0;
+  let graphqlQ = 0;
+  for (const part of accept.split(",")) {
+    const [range = "", ...params] = part.split(";");
+    const type = range.trim().toLowerCase();
+    let q = 1;
+    for (const param of params) {
+      const [k, v] = param.split("=");
+      if (k?.trim().toLowerCase() === "q" && v !== undefined) q = Number(v.trim()) || 0;
+    }
+    if (type === GRAPHQL_RESPONSE_JSON) graphqlQ = Math.max(graphqlQ, q);
+    else if (type === "application/json" || type === "application/*" || type === "*/*") {
+      jsonQ = Math.max(jsonQ, q);
+    }
+  }
+  const result: GraphqlMediaType | undefined = graphqlQ > 0 && graphqlQ >= jsonQ
+    ? GRAPHQL_RESPONSE_JSON
+    : jsonQ > 0
+    ? "application/json"
+    : undefined;
+  if (negotiated.size >= 256) negotiated.clear();
+  negotiated.set(accept, result);
+  return result;
+}
+
+/** True when `Accept` lists `text/html` (what browsers send for a page), not only a wildcard. */
+export function acceptsHtml(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  return accept.split(",").some((part) => {
+    const [range = "", ...params] = part.split(";");
+    return range.trim().toLowerCase() === "text/html" &&
+      !params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p));
+  });
+}
+
+const JSON_REQUEST = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+
+/** Checks the request's Content-Type: JSON, in UTF-8 when a charset is given (415 otherwise). */
+export function assertJsonRequest(contentType: string | undefined): void {
+  if (contentType !== undefined && JSON_REQUEST.test(contentType.trim())) return;
+  throw new AppError(
+    "unsupported-media-type",
+    contentType
+      ? `Content-Type ${
+        contentType.slice(0, 100)
+      } is not supported; send application/json (UTF-8) with {"query": "…"}.`
+      : 'The request has no Content-Type; send application/json with {"query": "…"}.',
+  );
+}
+
+/** The GraphQL-over-HTTP request parameters. */
+export interface GraphqlParams {
+  query: string;
+  variables: Record<string, unknown> | undefined;
+  operationName: string | undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  return value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
+}
+
+/** Parses and checks the JSON body: 400 `invalid-body` or `invalid-parameter` with the reason. */
+export function readParams(text: string): GraphqlParams {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new AppError(
+      "invalid-body",
+      text.length === 0
+        ? "The request body is empty."
+        : `The request body is not valid JSON: ${
+          error instanceof Error ? error.message.slice(0, 200) : "parse error"
+        }`,
+    );
+  }
+  if (!isObject(body)) {
+    throw new AppError(
+      "invalid-body",
+      `The request body must be a JSON object, not ${describe(body)}.`,
+    );
+  }
+  const { query, variables, operationName, extensions } = body;
+  if (typeof query !== "string") {
+    throw new AppError(
+      "invalid-parameter",
+      query === undefined
+        ? 'The request has no "query" parameter (a string holding the GraphQL document).'
+        : `The "query" parameter must be a string, not ${describe(query)}.`,
+    );
+  }
+  if (variables != null && !isObject(variables)) {
+    throw new AppError(
+      "invalid-parameter",
+      `The "variables" parameter must be an object or null, not ${describe(variables)}.`,
+    );
+  }
+  if (operationName != null && typeof operationName !== "string") {
+    throw new AppError(
+      "invalid-parameter",
+      `The "operationName" parameter must be a string or null, not ${describe(operationName)}.`,
+    );
+  }
+  if (extensions != null && !isObject(extensions)) {
+    throw new AppError(
+      "invalid-parameter",
+      `The "extensions" parameter must be an object or null, not ${describe(extensions)}.`,
+    );
+  }
+  return {
+    query,
+    variables: variables ?? undefined,
+    operationName: operationName ?? undefined,
+  };
+}
+
+/** UTF-8 length of a string, computed only when the cheap bound does not already settle it. */
+export function exceedsUtf8Bytes(text: string, max: number): boolean {
+  if (text.length * 3 <= max) return false;
+  if (text.length > max) return true;
+  return new TextEncoder().encode(text).byteLength > max;
+}
+
+/**
+ * Reads a request body as UTF-8 text, failing with 413 above `limit` bytes. Bytes that are not
+ * UTF-8 become U+FFFD (the WHATWG decoder's behaviour) and then fail as JSON or GraphQL syntax
+ * where they matter; a strict decoder would cost every request a second pass.
+ */
+export async function readBodyText(request: Request, limit: number): Promise<string> {
+  const declared = request.headers.get("content-length");
+  if (declared === null) return utf8.decode(await readLimited(request.body, limit));
+  if (Number(declared) > limit) {
+    throw new AppError("payload-too-large", `The request body is larger than ${limit} bytes.`);
+  }
+  // The HTTP server enforces Content-Length framing, so the body cannot be longer.
+  return await request.text();
+}
+
+const utf8 = new TextDecoder();

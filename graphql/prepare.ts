@@ -1,0 +1,116 @@
+import {
+  type ASTVisitor,
+  type DocumentNode,
+  GraphQLError,
+  type GraphQLSchema,
+  NoSchemaIntrospectionCustomRule,
+  specifiedRules,
+  validate,
+  type ValidationContext,
+  type ValidationRule,
+} from "graphql";
+import type { GraphqlConfig } from "../lib/config.ts";
+import { limitRules, parseWithTokenLimit } from "./limits.ts";
+import { createLru } from "./lru.ts";
+
+/** A query text after parsing and validation: a document to execute, or the errors to report. */
+export type Prepared =
+  | { ok: true; document: DocumentNode }
+  | { ok: false; errors: readonly GraphQLError[] };
+
+/** Cache bounds: entries, and tokens over all cached documents (an AST grows with its tokens). */
+export interface PrepareCacheOptions {
+  maxEntries?: number;
+  maxTokens?: number;
+}
+
+const DEFAULT_CACHE = { maxEntries: 1000, maxTokens: 200_000 };
+
+/**
+ * Returns a function that turns query text into a validated document, cached by text: a repeated
+ * query skips parsing and both validation passes and costs a map lookup. Rejections are cached
+ * too, so repeating a bad query is as cheap as repeating a good one. The cache is an LRU bounded
+ * by entries and total tokens, so unique queries from a hostile client cannot grow memory.
+ */
+export function createPreparer(
+  schema: GraphQLSchema,
+  config: GraphqlConfig,
+  cacheOptions: PrepareCacheOptions = {},
+): (query: string) => Prepared {
+  const cache = createLru<Prepared>(
+    cacheOptions.maxEntries ?? DEFAULT_CACHE.maxEntries,
+    cacheOptions.maxTokens ?? DEFAULT_CACHE.maxTokens,
+  );
+  const limits = limitRules(config);
+  const rules: ValidationRule[] = [...specifiedRules, knownOperationTypesRule];
+  if (!config.introspection) rules.push(NoSchemaIntrospectionCustomRule);
+
+  function prepareUncached(query: string): { prepared: Prepared; tokens: number } {
+    let parsed;
+    try {
+      parsed = parseWithTokenLimit(query, config.maxTokens);
+    } catch (error) {
+      if (!(error instanceof GraphQLError)) throw error;
+      // The tokens read before the failure bound the work; weigh the entry by the text instead.
+      return { prepared: { ok: false, errors: [error] }, tokens: Math.ceil(query.length / 16) };
+    }
+    const { document, tokens } = parsed;
+    const limitErrors = validate(schema, document, limits);
+    if (limitErrors.length > 0) return { prepared: { ok: false, errors: limitErrors }, tokens };
+    const errors = validate(schema, document, rules);
+    if (errors.length > 0) {
+      return {
+        prepared: {
+          ok: false,
+          errors: config.introspection ? errors : errors.map(hideSuggestions),
+        },
+        tokens,
+      };
+    }
+    return { prepared: { ok: true, document }, tokens };
+  }
+
+  return (query) => {
+    const hit = cache.get(query);
+    if (hit !== undefined) return hit;
+    const { prepared, tokens } = prepareUncached(query);
+    cache.set(query, prepared, Math.max(1, tokens));
+    return prepared;
+  };
+}
+
+/**
+ * The spec's "operation type existence" check, which graphql-js 16 leaves to execution (where a
+ * mutation against a schema without one fails as if the server had): this schema has queries
+ * only, so a mutation or subscription is the client's error and is rejected before execution.
+ */
+function knownOperationTypesRule(context: ValidationContext): ASTVisitor {
+  return {
+    OperationDefinition(node) {
+      if (context.getSchema().getRootType(node.operation)) return;
+      context.reportError(
+        new GraphQLError(
+          `The schema defines no ${node.operation} type; only query operations are supported.`,
+          { nodes: node },
+        ),
+      );
+    },
+  };
+}
+
+/**
+ * With introspection off, "Did you mean …?" suggestions would still reveal field and type
+ * names; drop them.
+ */
+function hideSuggestions(error: GraphQLError): GraphQLError {
+  const message = error.message.replace(/ Did you mean .*\?$/, "");
+  if (message === error.message) return error;
+  return new GraphQLError(message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: error.extensions,
+  });
+}

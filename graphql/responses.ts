@@ -1,0 +1,99 @@
+import type { ExecutionResult, GraphQLError, GraphQLFormattedError } from "graphql";
+import { AppError, type ErrorCode } from "../lib/errors.ts";
+import type { Logger } from "../lib/log.ts";
+import type { GraphqlMediaType } from "./over_http.ts";
+
+/** What the error rendering needs to know about the request. */
+export interface ResponseContext {
+  type: GraphqlMediaType;
+  requestId: string;
+  logger: Logger;
+}
+
+const CONTENT_TYPE: Record<GraphqlMediaType, string> = {
+  "application/json": "application/json; charset=utf-8",
+  "application/graphql-response+json": "application/graphql-response+json; charset=utf-8",
+};
+
+/** A successful result whose `{"data":…}` body is already encoded. */
+export function dataResponse(body: Uint8Array<ArrayBuffer>, type: GraphqlMediaType): Response {
+  return new Response(body, { headers: { "content-type": CONTENT_TYPE[type] } });
+}
+
+function respond(body: unknown, status: number, type: GraphqlMediaType, extra?: HeadersInit) {
+  const headers = new Headers(extra);
+  headers.set("content-type", CONTENT_TYPE[type]);
+  return new Response(JSON.stringify(body), { status, headers });
+}
+
+/**
+ * A failure before there is a GraphQL request to run (media type, size, unreadable body, bad
+ * parameters): the HTTP status of the error model, the body in GraphQL's `errors` shape.
+ */
+export function requestErrorResponse(error: AppError, type: GraphqlMediaType): Response {
+  const headers: Record<string, string> = { ...error.headers };
+  if (error.retryAfter !== undefined) headers["retry-after"] = String(error.retryAfter);
+  const errors = error.problems.map((p) => ({ message: p.detail, extensions: { code: p.code } }));
+  return respond({ errors }, error.status, type, headers);
+}
+
+/**
+ * GraphQL-over-HTTP status for a response without `data` (a document or request error):
+ * 200 for `application/json` (legacy clients read the body), 400 for
+ * `application/graphql-response+json`.
+ */
+function statusWithoutData(type: GraphqlMediaType): number {
+  return type === "application/json" ? 200 : 400;
+}
+
+function withCode(error: GraphQLError, code: ErrorCode): GraphQLFormattedError {
+  const json = error.toJSON();
+  return { ...json, extensions: { ...json.extensions, code: json.extensions?.code ?? code } };
+}
+
+/**
+ * Syntax, validation and limit errors of a document: nothing was executed. `status` overrides
+ * the GraphQL-over-HTTP status (413 for a document over the size limit).
+ */
+export function documentErrorsResponse(
+  errors: readonly GraphQLError[],
+  type: GraphqlMediaType,
+  status = statusWithoutData(type),
+): Response {
+  return respond({ errors: errors.map((e) => withCode(e, "invalid-parameter")) }, status, type);
+}
+
+/**
+ * The result of an execution that reported errors. Without `data`, the errors are the client's (unknown operation,
+ * variables that do not coerce, an operation type the schema lacks). With `data`, they are
+ * field errors, and since no field here takes input, every one is a server fault: an AppError
+ * keeps its code and detail; anything else is logged with the request id and masked.
+ */
+export function executionResponse(result: ExecutionResult, context: ResponseContext): Response {
+  if (result.errors === undefined) return respond({ data: result.data }, 200, context.type);
+  if (result.data === undefined) {
+    const errors = result.errors.map((e) => withCode(e, "invalid-parameter"));
+    return respond({ errors }, statusWithoutData(context.type), context.type);
+  }
+  const errors = result.errors.map((error) => fieldError(error, context));
+  return respond({ errors, data: result.data }, 200, context.type);
+}
+
+function fieldError(error: GraphQLError, context: ResponseContext): GraphQLFormattedError {
+  const cause = error.originalError;
+  const where = { locations: error.locations, path: error.path };
+  if (cause instanceof AppError) {
+    return { message: cause.problems[0]!.detail, ...where, extensions: { code: cause.code } };
+  }
+  context.logger.error("graphql field failed", {
+    requestId: context.requestId,
+    path: error.path?.join("."),
+    error: cause ? `${cause.name}: ${cause.message}` : error.message,
+    stack: cause?.stack,
+  });
+  return {
+    message: `Internal error; quote request id ${context.requestId} when reporting it.`,
+    ...where,
+    extensions: { code: "internal", requestId: context.requestId },
+  };
+}

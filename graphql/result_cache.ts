@@ -1,0 +1,48 @@
+import { createLru } from "./lru.ts";
+
+/** Serialized results of variable-free operations, valid for one catalogue snapshot. */
+export interface ResultCache {
+  /** The cache key of a request, or undefined when its result must not be cached. */
+  keyOf(
+    params: { query: string; operationName: string | undefined; variables: object | undefined },
+  ):
+    | string
+    | undefined;
+  /** The encoded `{"data":…}` body for `key`, if it was computed against `snapshot`. */
+  get(key: string, snapshot: unknown): Uint8Array<ArrayBuffer> | undefined;
+  set(key: string, snapshot: unknown, body: Uint8Array<ArrayBuffer>): void;
+}
+
+/** Bounds: entries, and bytes over all cached bodies. */
+export interface ResultCacheOptions {
+  maxEntries?: number;
+  maxBytes?: number;
+}
+
+/**
+ * Every field of this schema is a pure function of the catalogue snapshot (graphql/schema.ts),
+ * and the catalogue is read-only after start-up, so an operation without variables has exactly
+ * one result per snapshot: the GraphQL counterpart of the REST route's pre-encoded JSON. Entries
+ * remember the snapshot (the store's frozen array) they were computed from and are ignored once
+ * the store returns a different one, so the cache can never serve a stale catalogue. Only
+ * error-free results are kept (field errors carry a request id). Bounded by entries and bytes.
+ */
+export function createResultCache(options: ResultCacheOptions = {}): ResultCache {
+  const cache = createLru<{ snapshot: unknown; body: Uint8Array<ArrayBuffer> }>(
+    options.maxEntries ?? 1000,
+    options.maxBytes ?? 8 * 1024 * 1024,
+  );
+  return {
+    keyOf({ query, operationName, variables }) {
+      if (variables !== undefined && Object.keys(variables).length > 0) return undefined;
+      return operationName === undefined ? query : `${operationName}\u0000${query}`;
+    },
+    get(key, snapshot) {
+      const entry = cache.get(key);
+      return entry !== undefined && entry.snapshot === snapshot ? entry.body : undefined;
+    },
+    set(key, snapshot, body) {
+      cache.set(key, { snapshot, body }, body.byteLength + key.length);
+    },
+  };
+}
