@@ -1,4 +1,8 @@
 import assert from "node:assert/strict";
+import { toJson } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { BooksResponseSchema, BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { createLogger } from "../lib/log.ts";
 import type { Book } from "../lib/schemas.ts";
 import { createApp } from "../routes/app.ts";
@@ -72,6 +76,15 @@ Deno.test("GraphQL over a socket", async (t) => {
       // deno-lint-ignore no-explicit-any
       const expected = rest.map(({ id: _, ...book }: any) => book);
       assert.deepEqual(reply.body.data.books, expected);
+    });
+
+    await t.step("golden: gRPC's books.v1.BooksService/books returns the same books", async () => {
+      // The Connect protocol over HTTP/1.1 on the main port: same service, no HTTP/2 session.
+      const transport = createConnectTransport({ baseUrl: base, httpVersion: "1.1" });
+      const response = await createClient(BooksService, transport).books({});
+      const grpcBooks = toJson(BooksResponseSchema, response) as { book: unknown[] };
+      const graphql = await post(base, { query: BOOKS_QUERY });
+      assert.deepEqual(grpcBooks.book, graphql.body.data.books);
     });
 
     await t.step("field selection: exactly the selected fields", async () => {
