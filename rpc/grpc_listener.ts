@@ -7,7 +7,7 @@ import type { Logger } from "../lib/log.ts";
 import type { BookStore } from "../store/books.ts";
 import { createHealthState, ServingStatus } from "./health_service.ts";
 import { requestIdFrom, requestIdKey } from "./interceptor.ts";
-import { APP_SERVICES, grpcListenerRoutes, handlerOptions } from "./router.ts";
+import { APP_SERVICES, grpcListenerRoutes, handlerOptions, MAX_MESSAGE_BYTES } from "./router.ts";
 import { unknownMethod } from "./unknown_method.ts";
 
 /** Where and how the gRPC listener binds. */
@@ -38,6 +38,8 @@ const MAX_HEADER_LIST_BYTES = 16 * 1024;
 const MAX_SESSIONS = 1000;
 const IDLE_SESSION_MS = 5 * 60 * 1000;
 const DEFAULT_GRACE_MS = 10_000;
+const DRAIN_MAX_BYTES = 2 * MAX_MESSAGE_BYTES;
+const DRAIN_MAX_MS = 10_000;
 
 /** Starts the HTTP/2 listener serving gRPC, gRPC-Web and Connect, health and reflection. */
 export async function startGrpcListener(
@@ -47,7 +49,7 @@ export async function startGrpcListener(
   const { logger } = deps;
   const health = createHealthState(APP_SERVICES.map((s) => s.typeName));
   const stopStreams = new AbortController();
-  const handler = connectNodeAdapter({
+  const adapter = connectNodeAdapter({
     routes: grpcListenerRoutes({ books: deps.books, health }),
     ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
     contextValues: (req) =>
@@ -57,6 +59,20 @@ export async function startGrpcListener(
       ),
     fallback: unknownMethod,
   });
+  // A response can end before the request body was read (a message over the limit, an unknown
+  // method). The rest of the body is then read and dropped: left unread, it would hold the
+  // connection's flow-control window and stall every other call on that connection. A client
+  // that keeps sending past DRAIN_MAX_BYTES or DRAIN_MAX_MS gets RST_STREAM(NO_ERROR) (RFC 9113,
+  // 8.1); that is not the first resort because some HTTP/2 clients (Deno's node:http2 among
+  // them) then lose the trailers that carry the gRPC status.
+  const handler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    // The stream's writable side finishes once the response and its trailers are sent.
+    req.stream.once("finish", () => {
+      // Connect may already have released the compat request; the stream itself tells.
+      if (!req.stream.readableEnded && !req.stream.destroyed) drainRequest(req.stream);
+    });
+    adapter(req, res);
+  };
   const options: http2.ServerOptions = {
     settings: {
       maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
@@ -131,4 +147,28 @@ async function readTls(files: { certFile: string; keyFile: string }) {
     cert: await read("GRPC_TLS_CERT", files.certFile),
     key: await read("GRPC_TLS_KEY", files.keyFile),
   };
+}
+
+function drainRequest(stream: http2.ServerHttp2Stream): void {
+  let drained = 0;
+  const cleanup = () => {
+    clearTimeout(timer);
+    stream.off("readable", read);
+  };
+  const refuse = () => {
+    cleanup();
+    if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  };
+  // Paused-mode reads: the compat request Connect released would pause a flowing stream again.
+  function read() {
+    for (let chunk; (chunk = stream.read()) !== null;) {
+      drained += (chunk as Uint8Array).byteLength;
+      if (drained > DRAIN_MAX_BYTES) return refuse();
+    }
+  }
+  const timer = setTimeout(refuse, DRAIN_MAX_MS);
+  stream.on("readable", read);
+  stream.once("end", cleanup);
+  stream.once("close", cleanup);
+  read();
 }

@@ -1,0 +1,294 @@
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import http2 from "node:http2";
+import net from "node:net";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { Health } from "../rpc/gen/grpc/health/v1/health_pb.ts";
+import { MAX_MESSAGE_BYTES } from "../rpc/router.ts";
+import { startTestServer } from "./support/server.ts";
+
+interface RawAnswer {
+  status: number | undefined;
+  grpcStatus: string | undefined;
+  grpcMessage: string;
+  body: Buffer;
+}
+
+/** One request with a hand-made body over a fresh HTTP/2 connection (node:http2 client). */
+async function rawCall(
+  grpcUrl: string,
+  path: string,
+  body: Uint8Array,
+  contentType = "application/grpc",
+): Promise<RawAnswer> {
+  const session = http2.connect(grpcUrl);
+  session.on("error", () => {});
+  try {
+    const req = session.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": contentType,
+      te: "trailers",
+    });
+    let headers: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    req.on("response", (h) => (headers = h));
+    req.on("trailers", (t) => (trailers = t));
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    await new Promise<void>((resolve, reject) => {
+      req.on("end", resolve);
+      req.on("error", reject);
+      req.end(body);
+    });
+    const status = headers["grpc-status"] ?? trailers["grpc-status"];
+    const message = headers["grpc-message"] ?? trailers["grpc-message"];
+    return {
+      status: Number(headers[":status"]),
+      grpcStatus: status === undefined ? undefined : String(status),
+      grpcMessage: decodeURIComponent(String(message ?? "")),
+      body: Buffer.concat(chunks),
+    };
+  } finally {
+    session.destroy();
+  }
+}
+
+/** Writes raw bytes on a TCP connection; resolves with what came back once the server closed. */
+function rawSocket(grpcUrl: string, bytes: Uint8Array[]): Promise<Buffer> {
+  const url = new URL(grpcUrl);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect(Number(url.port), url.hostname, () => {
+      for (const b of bytes) socket.write(b);
+    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error("the server kept the broken connection open"));
+    }, 5000);
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", () => {});
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    });
+  });
+}
+
+/** The GOAWAY frame (type 7) in raw HTTP/2 output, as [last stream id, error code]. */
+function goawayOf(bytes: Buffer): [number, number] | undefined {
+  for (let at = 0; at + 9 <= bytes.length;) {
+    const length = bytes.readUIntBE(at, 3);
+    if (bytes[at + 3] === 7) return [bytes.readUInt32BE(at + 9), bytes.readUInt32BE(at + 13)];
+    at += 9 + length;
+  }
+  return undefined;
+}
+
+const EMPTY_MESSAGE = new Uint8Array([0, 0, 0, 0, 0]);
+const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+Deno.test("the gRPC listener survives bad input and enforces its limits", async (t) => {
+  const server = await startTestServer();
+  const grpcUrl = server.grpcUrl!;
+  const session = new Http2SessionManager(grpcUrl);
+  const books = createClient(
+    BooksService,
+    createGrpcTransport({ baseUrl: grpcUrl, sessionManager: session }),
+  );
+  const health = createClient(
+    Health,
+    createGrpcTransport({ baseUrl: grpcUrl, sessionManager: session }),
+  );
+  async function stillServes() {
+    assert.ok((await books.books({})).book.length >= 25);
+  }
+  const grpcJs = new grpc.Client(new URL(grpcUrl).host, grpc.credentials.createInsecure());
+  function grpcJsUnary(path: string, request: Buffer, deadline?: Date) {
+    return new Promise<{ code: number; details: string }>((resolve) => {
+      grpcJs.makeUnaryRequest(
+        path,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        request,
+        new grpc.Metadata(),
+        deadline ? { deadline } : {},
+        (error) =>
+          resolve(error ? { code: error.code, details: error.details } : { code: 0, details: "" }),
+      );
+    });
+  }
+  try {
+    await t.step("HTTP/2 settings: 100 concurrent streams, 16 KiB of headers", async () => {
+      const client = http2.connect(grpcUrl);
+      try {
+        const settings = await new Promise<http2.Settings>((resolve) =>
+          client.once("remoteSettings", resolve)
+        );
+        assert.equal(settings.maxConcurrentStreams, 100);
+        assert.equal(settings.maxHeaderListSize, 16 * 1024);
+      } finally {
+        client.destroy();
+      }
+    });
+
+    await t.step("a broken HTTP/2 frame: GOAWAY PROTOCOL_ERROR, connection closed", async () => {
+      // A frame of unknown type 0xff on stream 0 is fine; a DATA frame on stream 0 is not.
+      const badData = new Uint8Array([0, 0, 4, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4]);
+      const answer = await rawSocket(grpcUrl, [
+        PREFACE,
+        new Uint8Array([0, 0, 0, 4, 0, 0, 0, 0, 0]),
+        badData,
+      ]);
+      assert.deepEqual(goawayOf(answer)?.[1], 1); // PROTOCOL_ERROR
+      await stillServes();
+    });
+
+    await t.step("plain HTTP/1.1 on the HTTP/2 port: refused, connection closed", async () => {
+      const request = new TextEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      const answer = await rawSocket(grpcUrl, [request]);
+      assert.ok(goawayOf(answer), "expected an HTTP/2 GOAWAY");
+      await stillServes();
+    });
+
+    await t.step("a truncated gRPC envelope: INVALID_ARGUMENT", async () => {
+      const answer = await rawCall(
+        grpcUrl,
+        "/books.v1.BooksService/books",
+        new Uint8Array([0, 0, 0, 0, 9, 1]),
+      );
+      assert.equal(answer.status, 200);
+      assert.equal(answer.grpcStatus, String(Code.InvalidArgument));
+      assert.match(answer.grpcMessage, /incomplete envelope/);
+      await stillServes();
+    });
+
+    await t.step(
+      "bytes that are not a protobuf message: INTERNAL (as Connect and grpc-go)",
+      async () => {
+        const answer = await rawCall(
+          grpcUrl,
+          "/books.v1.BooksService/books",
+          new Uint8Array([0, 0, 0, 0, 3, 0xff, 0xff, 0xff]),
+        );
+        assert.equal(answer.grpcStatus, String(Code.Internal));
+        assert.match(answer.grpcMessage, /^parse binary/);
+        await stillServes();
+      },
+    );
+
+    await t.step("a message over 4 MiB: RESOURCE_EXHAUSTED (grpc-js)", async () => {
+      // Field 15, length-delimited, just over the limit: a valid message the server must refuse.
+      const size = MAX_MESSAGE_BYTES + 1;
+      const header = Buffer.from([0x7a, ...varint(size)]);
+      const payload = Buffer.concat([header, Buffer.alloc(size)]);
+      const answer = await grpcJsUnary("/books.v1.BooksService/books", payload);
+      assert.equal(answer.code, grpc.status.RESOURCE_EXHAUSTED);
+      assert.match(answer.details, /larger than configured readMaxBytes 4194304/);
+      // The same connection still carries calls: the refused body does not hold its window.
+      assert.equal((await grpcJsUnary("/books.v1.BooksService/books", Buffer.alloc(0))).code, 0);
+      await stillServes();
+    });
+
+    await t.step("unknown method and unknown service: UNIMPLEMENTED (grpc-js)", async () => {
+      for (const path of ["/books.v1.BooksService/nope", "/no.such.Service/books"]) {
+        const answer = await grpcJsUnary(path, Buffer.alloc(0));
+        assert.equal(answer.code, grpc.status.UNIMPLEMENTED, path);
+        assert.equal(answer.details, `Method not found: ${path}`);
+      }
+      await stillServes();
+    });
+
+    await t.step("unknown method over gRPC-Web and Connect: UNIMPLEMENTED / 404", async () => {
+      const web = await rawCall(
+        grpcUrl,
+        "/no.such.Service/x",
+        EMPTY_MESSAGE,
+        "application/grpc-web+proto",
+      );
+      assert.equal(web.status, 200);
+      assert.equal(web.grpcStatus, String(Code.Unimplemented));
+      const connect = await rawCall(
+        grpcUrl,
+        "/no.such.Service/x",
+        new TextEncoder().encode("{}"),
+        "application/json",
+      );
+      assert.equal(connect.status, 404);
+      assert.deepEqual(JSON.parse(connect.body.toString()), {
+        code: "unimplemented",
+        message: "Method not found: /no.such.Service/x",
+      });
+    });
+
+    await t.step("an unsupported content type on a known method: HTTP 415", async () => {
+      const answer = await rawCall(
+        grpcUrl,
+        "/books.v1.BooksService/books",
+        EMPTY_MESSAGE,
+        "text/plain",
+      );
+      assert.equal(answer.status, 415);
+    });
+
+    await t.step(
+      "deadlines are honoured: a Watch with a 200 ms deadline ends DEADLINE_EXCEEDED",
+      async () => {
+        const started = Date.now();
+        await assert.rejects(
+          (async () => {
+            for await (const _ of health.watch({ service: "" }, { timeoutMs: 200 })) { /* wait */ }
+          })(),
+          (e: unknown) => e instanceof ConnectError && e.code === Code.DeadlineExceeded,
+        );
+        assert.ok(Date.now() - started >= 150);
+        // The server itself ended the call (not only the client giving up).
+        await new Promise((r) => setTimeout(r, 50));
+        const line = server.logs.findLast((l) => l.procedure === "grpc.health.v1.Health/Watch");
+        assert.equal(line?.code, "DeadlineExceeded");
+      },
+    );
+
+    await t.step("a grpc-js deadline on a server stream: DEADLINE_EXCEEDED", async () => {
+      const answer = await grpcJsUnary(
+        "/grpc.health.v1.Health/Watch",
+        Buffer.alloc(0),
+        new Date(Date.now() + 100),
+      );
+      assert.equal(answer.code, grpc.status.DEADLINE_EXCEEDED);
+    });
+
+    await t.step(
+      "main port: a Connect body over 4 MiB is RESOURCE_EXHAUSTED",
+      async () => {
+        const size = MAX_MESSAGE_BYTES + 1;
+        const body = Buffer.concat([Buffer.from([0x7a, ...varint(size)]), Buffer.alloc(size)]);
+        const res = await fetch(`${server.httpUrl}/books.v1.BooksService/books`, {
+          method: "POST",
+          headers: { "content-type": "application/proto" },
+          body,
+        });
+        assert.equal(res.status, 429); // the Connect protocol's HTTP status for resource_exhausted
+        assert.equal((await res.json()).code, "resource_exhausted");
+        await stillServes();
+      },
+    );
+  } finally {
+    grpcJs.close();
+    session.abort();
+    await server.close();
+  }
+});
+
+function varint(value: number): number[] {
+  const bytes: number[] = [];
+  while (value > 0x7f) {
+    bytes.push((value & 0x7f) | 0x80);
+    value >>>= 7;
+  }
+  bytes.push(value);
+  return bytes;
+}
