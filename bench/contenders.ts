@@ -1,0 +1,79 @@
+import type { BenchOptions } from "./options.ts";
+import type { Contender, Finish, Measurement } from "./runner.ts";
+import type { Service } from "./service.ts";
+import type { Tools } from "./tools.ts";
+import { runWrk, type WrkRun } from "./wrk.ts";
+
+/** What every contender needs from the run. */
+export interface BenchContext {
+  root: string;
+  /** Scratch directory of this run (removed at the end). */
+  tmp: string;
+  opts: BenchOptions;
+  tools: Tools;
+}
+
+/** The parts of a wrk run a workload decides. */
+export type WrkLoad = Pick<WrkRun, "status" | "lengths" | "method" | "bodyFile" | "pathsFile">;
+
+/**
+ * A long-running HTTP server loaded by wrk: started and warmed up once, then measured each round.
+ * `verify` runs after start-up (e.g. to learn a peer's response size) and may adjust the load.
+ */
+export function httpContender(spec: {
+  ctx: BenchContext;
+  name: string;
+  role: Contender["role"];
+  start: () => Promise<Service>;
+  path: string;
+  load: WrkLoad;
+  verify?: (service: Service, url: string) => Promise<Partial<WrkLoad> & { notes?: string[] }>;
+}): Contender {
+  const { ctx } = spec;
+  let service: Service | undefined;
+  let load = spec.load;
+  const notes: string[] = [];
+  let url = "";
+
+  function run(seconds: number) {
+    return runWrk({
+      ...load,
+      url,
+      seconds,
+      connections: ctx.opts.connections,
+      cpus: ctx.tools.clientCpus,
+    });
+  }
+
+  return {
+    name: spec.name,
+    role: spec.role,
+    async prepare() {
+      service = await spec.start();
+      url = `${String(service.listening.http)}${spec.path}`;
+      if (spec.verify) {
+        const { notes: extra, ...changes } = await spec.verify(service, url);
+        load = { ...load, ...changes };
+        notes.push(...(extra ?? []));
+      }
+      const warm = await run(ctx.opts.warmup);
+      if (warm.failures > 0) {
+        throw new Error(`${spec.name} failed its checks: ${warm.firstFailure}`);
+      }
+    },
+    async measure(): Promise<Measurement> {
+      const logLines = service!.stdoutLines();
+      const r = await run(ctx.opts.duration);
+      const logged = service!.stdoutLines() - logLines;
+      return {
+        ...r,
+        notes: spec.role === "ours" ? [`${logged} log lines for ${r.requests} requests`] : [],
+      };
+    },
+    async finish(): Promise<Finish> {
+      const peakRssMiB = await service!.peakRssMiB();
+      await service!.stop();
+      return { peakRssMiB, notes };
+    },
+  };
+}

@@ -1,0 +1,181 @@
+import type { BenchContext } from "./contenders.ts";
+import { runH2load } from "./h2load.ts";
+import type { Contender, Finish, Measurement } from "./runner.ts";
+import type { Service } from "./service.ts";
+
+/** What sample calls with a real gRPC client found. */
+export interface GrpcSample {
+  calls: number;
+  ok: number;
+  failures: number;
+  firstError: string;
+  messageBytes: number;
+  books: number;
+  sha256: string;
+}
+
+const METHOD = "/books.v1.BooksService/books";
+const CHECK = new URL("./peers/grpc_check.mjs", import.meta.url).pathname;
+
+/** Makes `calls` concurrent calls with @grpc/grpc-js (on Node) and checks each grpc-status. */
+export async function sampleGrpc(url: string, calls: number): Promise<GrpcSample> {
+  const out = await new Deno.Command("node", {
+    args: [CHECK],
+    env: { URL: url, CALLS: String(calls) },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  if (out.code !== 0) {
+    return {
+      calls,
+      ok: 0,
+      failures: calls,
+      firstError: `client failed: ${text}${new TextDecoder().decode(out.stderr)}`.slice(0, 300),
+      messageBytes: 0,
+      books: 0,
+      sha256: "",
+    };
+  }
+  return JSON.parse(text.trim().split("\n").at(-1)!);
+}
+
+/** Streams per HTTP/2 connection; connections × streams = the bench's concurrency. */
+export const GRPC_STREAMS = 8;
+
+const SAMPLE_CALLS = 200;
+const MIN_CALLS = 1000;
+const CRASH_GRACE_MS = 500;
+
+/**
+ * A gRPC server loaded by h2load with unary `books` calls. Each round starts a fresh server
+ * process and runs one h2load of a fixed number of calls (warm-up, then about one round's worth),
+ * so the DATA total can be checked exactly. After the load, 200 calls with a real client must all
+ * end in grpc-status OK with the full catalogue. A server process that dies is a failed check;
+ * its stderr is kept, and the next step gets a fresh process.
+ */
+export function grpcContender(spec: {
+  ctx: BenchContext;
+  name: string;
+  role: Contender["role"];
+  start: () => Promise<Service>;
+  dataFile: string;
+  expectedBooks: number;
+  /** Shared between the contenders of one workload to compare their message bytes. */
+  samples: Map<string, GrpcSample>;
+}): Contender {
+  const { ctx } = spec;
+  let rate = 0;
+  let responseBytes = 0;
+  let calibrationFailures = 0;
+  const crashes: string[] = [];
+  const notes: string[] = [];
+  const clients = Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
+
+  async function server(): Promise<{ service: Service; url: string }> {
+    const service = await spec.start();
+    const url = service.listening.grpc;
+    if (typeof url !== "string") {
+      await service.stop();
+      throw new Error(`${spec.name} printed no grpc URL`);
+    }
+    return { service, url };
+  }
+
+  /** Stops a server; one that already died (or dies within a grace period) is a crash. */
+  async function retire(service: Service, when: string): Promise<boolean> {
+    await new Promise((r) => setTimeout(r, CRASH_GRACE_MS));
+    const died = !service.alive();
+    if (died) crashes.push(`${when}: ${service.diagnosis().slice(0, 300)}`);
+    const code = await service.stop();
+    if (!died && code !== 0) {
+      crashes.push(`on SIGTERM ${when}: ${service.diagnosis().slice(0, 300)}`);
+    }
+    return died;
+  }
+
+  /** Sample calls with a real client; on a dead server, a fresh one answers them. */
+  async function sample(service: Service, url: string, when: string): Promise<number> {
+    let target = { service, url };
+    await new Promise((r) => setTimeout(r, CRASH_GRACE_MS));
+    if (!service.alive()) {
+      await retire(service, `after the load (${when})`);
+      target = await server();
+    }
+    const s = await sampleGrpc(target.url, SAMPLE_CALLS);
+    if (!spec.samples.has(spec.name) && s.failures === 0) spec.samples.set(spec.name, s);
+    await retire(target.service, `after the sample calls (${when})`);
+    if (s.failures > 0) {
+      notes.push(`${when}: ${s.failures} of ${s.calls} sample calls failed: ${s.firstError}`);
+    } else if (s.books !== spec.expectedBooks) {
+      notes.push(`${when}: ${s.books} books, expected ${spec.expectedBooks}`);
+      return 1;
+    }
+    return s.failures;
+  }
+
+  function load(url: string, requests: number, warmupSeconds: number) {
+    return runH2load({
+      requests,
+      warmupSeconds,
+      url: `${url}${METHOD}`,
+      clients,
+      streams: GRPC_STREAMS,
+      cpus: ctx.tools.clientCpus,
+      dataFile: spec.dataFile,
+      responseBytes,
+      logFile: `${ctx.tmp}/h2load.log`,
+    });
+  }
+
+  return {
+    name: spec.name,
+    role: spec.role,
+    async prepare() {
+      // Learn the response size from a real client, then the call rate from a short load.
+      const first = await server();
+      const s = await sampleGrpc(first.url, SAMPLE_CALLS);
+      await retire(first.service, "after the first sample calls");
+      if (s.failures > 0 || s.books !== spec.expectedBooks) {
+        throw new Error(`${spec.name}: sample calls failed: ${s.firstError || `${s.books} books`}`);
+      }
+      spec.samples.set(spec.name, s);
+      responseBytes = s.messageBytes + 5;
+      const probe = await server();
+      const r = await load(probe.url, MIN_CALLS, 0);
+      await retire(probe.service, "after the calibration load");
+      if (r.failures > 0) {
+        calibrationFailures = r.failures;
+        notes.push(`calibration load: ${r.firstFailure}`);
+      }
+      rate = r.rps > 0 ? r.rps : MIN_CALLS;
+    },
+    async measure(round): Promise<Measurement> {
+      const { service, url } = await server();
+      const seconds = ctx.opts.warmup + ctx.opts.duration;
+      const r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+      const peakRssMiB = await service.peakRssMiB();
+      const bad = await sample(service, url, `round ${round + 1}`);
+      if (r.failures === 0 && r.rps > 0) rate = r.rps;
+      return { ...r, failures: r.failures + bad, peakRssMiB };
+    },
+    finish(): Promise<Finish> {
+      const mine = spec.samples.get(spec.name);
+      for (const [other, s] of spec.samples) {
+        if (other !== spec.name && mine && s.sha256 !== mine.sha256) {
+          notes.push(
+            `message differs from ${other}'s: ${mine.messageBytes} vs ${s.messageBytes} B`,
+          );
+        }
+      }
+      if (crashes.length > 0) {
+        notes.push(`server process died ${crashes.length} times: ${crashes[0]}`);
+      }
+      return Promise.resolve({
+        peakRssMiB: NaN,
+        failures: crashes.length + calibrationFailures,
+        notes,
+      });
+    },
+  };
+}

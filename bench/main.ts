@@ -1,0 +1,76 @@
+// `deno task bench`: starts this server and its peers on this machine, loads each with the same
+// work, checks every response, and prints ratios measured in the same run. `--scale` runs the
+// scaling workloads instead (`deno task bench:scale`). See docs/bench.md.
+import type { BenchContext } from "./contenders.ts";
+import { readOptions } from "./options.ts";
+import { learnReference } from "./reference.ts";
+import { describeRun, fullReport, loadAverage, workloadTable } from "./report.ts";
+import { runWorkload, type Workload, type WorkloadResult } from "./runner.ts";
+import { buildScaleWorkloads } from "./scale.ts";
+import { detectTools, missingTools } from "./tools.ts";
+import { buildWorkloads } from "./workloads.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
+const RESULTS = `${ROOT}/bench/results`;
+
+function log(line: string) {
+  console.error(line);
+}
+
+async function main(): Promise<number> {
+  const scale = Deno.args.includes("--scale");
+  const opts = readOptions(Deno.env.toObject());
+  const tools = await detectTools();
+  const missing = missingTools(tools);
+  if (missing.length > 0) {
+    log(`missing tools:\n${missing.map((m) => `  - ${m}`).join("\n")}`);
+    log("install them with `bench/setup.sh` (Debian/Ubuntu, runs apt-get; needs root or sudo)");
+    if (!tools.wrk) return 2;
+  }
+  if (tools.node) {
+    try {
+      await Deno.stat(`${ROOT}/node_modules/@grpc/grpc-js/package.json`);
+    } catch {
+      log("node_modules/@grpc/grpc-js is missing: run `deno install` in the project first");
+      return 2;
+    }
+  }
+  const tmp = await Deno.makeTempDir({ prefix: "books-bench-" });
+  const ctx: BenchContext = { root: ROOT, tmp, opts, tools };
+  try {
+    const meta = await describeRun(tools, opts);
+    log(`bench: ${meta.cpu}, ${meta.cores} cores, Deno ${meta.deno}; ${meta.pinning}`);
+    log(`load average ${meta.loadAverageBefore}`);
+    const place = { root: ROOT, serverCpus: tools.serverCpus };
+    let workloads: Workload[];
+    if (scale) workloads = await buildScaleWorkloads(ctx);
+    else {
+      const booksFile = `${ROOT}/store/books.json`;
+      const ref = await learnReference(place, { kvDir: await Deno.makeTempDir({ dir: tmp }) });
+      workloads = await buildWorkloads(ctx, ref, booksFile);
+    }
+    if (opts.only.length > 0) workloads = workloads.filter((w) => opts.only.includes(w.id));
+    const results: WorkloadResult[] = [];
+    for (const w of workloads) {
+      log(`${w.title}${w.skipped ? ` (skipped: ${w.skipped})` : ""}`);
+      const result = await runWorkload(w, scale ? 1 : opts.rounds, log);
+      results.push(result);
+      log(workloadTable(result));
+    }
+    meta.loadAverageAfter = await loadAverage();
+    const report = fullReport(meta, results);
+    console.log(report);
+    const name = scale ? "scale" : "latest";
+    await Deno.mkdir(RESULTS, { recursive: true });
+    await Deno.writeTextFile(`${RESULTS}/${name}.json`, JSON.stringify({ meta, results }, null, 2));
+    await Deno.writeTextFile(`${RESULTS}/${name}.md`, report);
+    log(`written: bench/results/${name}.json and bench/results/${name}.md`);
+    const failed = results.some((r) => r.error || r.contenders.some((c) => c.failures > 0));
+    if (failed) log("some checks FAILED: the numbers above are not valid");
+    return failed ? 1 : 0;
+  } finally {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  }
+}
+
+Deno.exit(await main());

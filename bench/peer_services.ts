@@ -1,0 +1,63 @@
+import { type Service, startService } from "./service.ts";
+
+/** Where peers run: the project root (for deno.json and node_modules) and the server cores. */
+export interface PeerPlace {
+  root: string;
+  serverCpus: string | undefined;
+}
+
+const peer = (file: string) => new URL(`./peers/${file}`, import.meta.url).pathname;
+
+/** Writes the bodies the raw ceiling serves: {"METHOD /path": body}. */
+export async function writeRoutes(path: string, routes: Map<string, Uint8Array>): Promise<void> {
+  const decoder = new TextDecoder();
+  const json = Object.fromEntries([...routes].map(([key, body]) => [key, decoder.decode(body)]));
+  await Deno.writeTextFile(path, JSON.stringify(json));
+}
+
+/** Plain `Deno.serve` answering with precomputed bytes (bench/peers/raw_deno.ts). */
+export function startRawDeno(place: PeerPlace, routesFile: string): Promise<Service> {
+  return startService({
+    name: "raw Deno.serve",
+    command: [
+      Deno.execPath(),
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      peer("raw_deno.ts"),
+    ],
+    env: { ROUTES_FILE: routesFile },
+    cwd: place.root,
+    cpus: place.serverCpus,
+  });
+}
+
+/** graphql-yoga on Deno (bench/peers/yoga.ts). */
+export function startYoga(place: PeerPlace, booksFile: string): Promise<Service> {
+  return startService({
+    name: "graphql-yoga",
+    command: [
+      Deno.execPath(),
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      peer("yoga.ts"),
+    ],
+    env: { BOOKS_FILE: booksFile },
+    cwd: place.root,
+    cpus: place.serverCpus,
+  });
+}
+
+/** @grpc/grpc-js on Node (bench/peers/grpc_js_server.mjs). */
+export function startGrpcJs(place: PeerPlace, booksFile: string): Promise<Service> {
+  return startService({
+    name: "@grpc/grpc-js",
+    command: ["node", peer("grpc_js_server.mjs")],
+    env: { BOOKS_FILE: booksFile },
+    cwd: place.root,
+    cpus: place.serverCpus,
+  });
+}

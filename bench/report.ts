@@ -1,0 +1,124 @@
+import type { BenchOptions } from "./options.ts";
+import { fmt, type WorkloadResult } from "./runner.ts";
+import type { Tools } from "./tools.ts";
+
+/** The machine and settings a run was measured on. */
+export interface RunMeta {
+  date: string;
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  kernel: string;
+  deno: string;
+  node: string;
+  wrk: string;
+  h2load: string;
+  pinning: string;
+  loadAverageBefore: string;
+  loadAverageAfter?: string;
+  options: BenchOptions;
+}
+
+async function firstLine(command: string, args: string[]): Promise<string> {
+  try {
+    const out = await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" })
+      .output();
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    return text.split("\n").find((l) => l.trim() !== "")?.trim() ?? "";
+  } catch {
+    return "not installed";
+  }
+}
+
+/** Reads /proc/loadavg (1, 5 and 15 minute averages). */
+export async function loadAverage(): Promise<string> {
+  const text = await Deno.readTextFile("/proc/loadavg").catch(() => "");
+  return text.split(" ").slice(0, 3).join(" ");
+}
+
+/** Describes the machine, tools and options of this run. */
+export async function describeRun(tools: Tools, options: BenchOptions): Promise<RunMeta> {
+  const cpuinfo = await Deno.readTextFile("/proc/cpuinfo").catch(() => "");
+  const memory = Deno.systemMemoryInfo();
+  return {
+    date: new Date().toISOString(),
+    cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? "unknown",
+    cores: tools.cores,
+    memoryGiB: Math.round(memory.total / 2 ** 30),
+    kernel: `${Deno.build.os} ${Deno.osRelease()}`,
+    deno: Deno.version.deno,
+    node: await firstLine("node", ["--version"]),
+    wrk: (await firstLine("wrk", ["--version"])).replace(/ Copyright.*/, ""),
+    h2load: await firstLine("h2load", ["--version"]),
+    pinning: tools.serverCpus === undefined
+      ? "none (taskset missing or one core): client and server share the CPU"
+      : `servers on CPU ${tools.serverCpus}, load generators on CPU ${tools.clientCpus}`,
+    loadAverageBefore: await loadAverage(),
+    options,
+  };
+}
+
+const ms = (n: number) => Number.isFinite(n) ? n.toFixed(2) : "-";
+const mib = (n: number) => Number.isFinite(n) ? n.toFixed(0) : "-";
+
+function ratioCell(w: WorkloadResult, name: string, ratio: number | undefined): string {
+  if (ratio === undefined) return "";
+  const target = w.targets.find((t) => t.against === name);
+  const text = `${ratio.toFixed(2)}×`;
+  if (!target) return text;
+  return `${text} (target ≥ ${target.min}: ${target.met ? "met" : "MISSED"})`;
+}
+
+/** One workload as a Markdown table. */
+export function workloadTable(w: WorkloadResult): string {
+  const lines = [`### ${w.title}`, ""];
+  if (w.skipped) return [...lines, `skipped: ${w.skipped}`, ""].join("\n");
+  if (w.error) return [...lines, `error: ${w.error}`, ""].join("\n");
+  lines.push(
+    `Load: ${w.load}. Checked: ${w.checks}.`,
+    "",
+    "| contender | req/s | p50 ms | p99 ms | peak RSS MiB | ours ÷ it | failed checks |",
+    "|---|---:|---:|---:|---:|---|---:|",
+  );
+  for (const c of w.contenders) {
+    const label = c.role === "ceiling" ? `${c.name} (ceiling)` : c.name;
+    lines.push(
+      `| ${label} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${mib(c.peakRssMiB)} | ${
+        ratioCell(w, c.name, c.ratio)
+      } | ${c.failures}${c.failures > 0 ? ` (${c.firstFailure})` : ""} |`,
+    );
+  }
+  return [...lines, ""].join("\n");
+}
+
+/** The header naming the machine, then every workload's table and the target summary. */
+export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
+  const o = meta.options;
+  const head = [
+    `Machine: ${meta.cpu}, ${meta.cores} cores, ${meta.memoryGiB} GiB, ${meta.kernel}. ` +
+    `Deno ${meta.deno}, Node ${meta.node}, ${meta.wrk}, ${meta.h2load}.`,
+    `Run ${meta.date}: ${o.rounds} rounds × ${o.duration} s per contender (after ${o.warmup} s ` +
+    `warm-up), medians; ${meta.pinning}. Load average before ${meta.loadAverageBefore}, after ` +
+    `${meta.loadAverageAfter ?? "-"}.`,
+    "",
+  ];
+  const summary = [
+    "### Targets",
+    "",
+    "| workload | ours ÷ | ratio | target | |",
+    "|---|---|---:|---:|---|",
+  ];
+  for (const w of results) {
+    if (w.skipped || w.error) {
+      summary.push(`| ${w.title} | | | | ${w.skipped ? `skipped: ${w.skipped}` : `error`} |`);
+      continue;
+    }
+    for (const t of w.targets) {
+      summary.push(
+        `| ${w.title} | ${t.against} | ${t.ratio === undefined ? "-" : t.ratio.toFixed(2)}× | ` +
+          `≥ ${t.min}× | ${t.met ? "met" : "MISSED"} |`,
+      );
+    }
+  }
+  return [...head, ...results.map(workloadTable), ...summary, ""].join("\n");
+}

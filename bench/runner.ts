@@ -1,0 +1,174 @@
+import { median } from "./stats.ts";
+
+/** One measured round of one contender. */
+export interface Measurement {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  seconds: number;
+  /** Responses that failed a check (status, size, grpc-status, durability, duplicates). */
+  failures: number;
+  firstFailure: string;
+  /** Peak RSS when the contender runs a fresh process per round. */
+  peakRssMiB?: number;
+  notes?: string[];
+}
+
+/** What a contender reports when it is finished. */
+export interface Finish {
+  peakRssMiB: number;
+  failures?: number;
+  notes?: string[];
+}
+
+/** One side of a comparison: this project's server, a ceiling, a peer, or extra information. */
+export interface Contender {
+  name: string;
+  role: "ours" | "ceiling" | "peer" | "info";
+  /** Measured in the first round only (information, not part of a target). */
+  once?: boolean;
+  /** Starts the process and warms it up. */
+  prepare(): Promise<void>;
+  measure(round: number): Promise<Measurement>;
+  /** Stops the process (after final checks). */
+  finish(): Promise<Finish>;
+}
+
+/** A target: ours ÷ `against` ≥ `min`, by the median of per-round ratios. */
+export interface Target {
+  against: string;
+  min: number;
+}
+
+/** A workload: the same load against each contender, alternating order each round. */
+export interface Workload {
+  id: string;
+  title: string;
+  /** How the load is generated (tool, connections, streams). */
+  load: string;
+  /** What is checked on every response. */
+  checks: string;
+  contenders: Contender[];
+  targets: Target[];
+  /** Set when the workload cannot run; the reason is reported instead of failing the run. */
+  skipped?: string;
+}
+
+/** Medians of one contender over the rounds. */
+export interface ContenderResult {
+  name: string;
+  role: Contender["role"];
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  peakRssMiB: number;
+  requests: number;
+  failures: number;
+  firstFailure: string;
+  /** Median over rounds of ours.rps ÷ this.rps (undefined for ours). */
+  ratio?: number;
+  rounds: Measurement[];
+  notes: string[];
+}
+
+/** The outcome of one workload. */
+export interface WorkloadResult {
+  id: string;
+  title: string;
+  load: string;
+  checks: string;
+  skipped?: string;
+  error?: string;
+  contenders: ContenderResult[];
+  targets: (Target & { ratio: number | undefined; met: boolean })[];
+}
+
+/**
+ * Runs a workload: prepares every contender, then `rounds` rounds in alternating order (A B, B A,
+ * …) so drift on a busy machine hits both sides alike, then finishes them. Ratios are medians of
+ * the per-round ratios, which pairs measurements taken close together in time.
+ */
+export async function runWorkload(
+  workload: Workload,
+  rounds: number,
+  log: (line: string) => void,
+): Promise<WorkloadResult> {
+  const base = { id: workload.id, title: workload.title, load: workload.load };
+  const result: WorkloadResult = { ...base, checks: workload.checks, contenders: [], targets: [] };
+  if (workload.skipped) return { ...result, skipped: workload.skipped };
+  const measured = new Map<Contender, Measurement[]>(workload.contenders.map((c) => [c, []]));
+  const finishes = new Map<Contender, Finish>();
+  const prepared: Contender[] = [];
+  try {
+    for (const c of workload.contenders) {
+      log(`  ${workload.id}: starting ${c.name}`);
+      prepared.push(c);
+      await c.prepare();
+    }
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? workload.contenders : workload.contenders.toReversed();
+      for (const c of order) {
+        if (c.once && round > 0) continue;
+        const m = await c.measure(round);
+        measured.get(c)!.push(m);
+        const bad = m.failures > 0 ? `, ${m.failures} FAILED: ${m.firstFailure}` : "";
+        log(`  ${workload.id} round ${round + 1}/${rounds} ${c.name}: ${fmt(m.rps)} req/s${bad}`);
+      }
+    }
+  } catch (error) {
+    result.error = error instanceof Error ? error.message : String(error);
+    log(`  ${workload.id}: ERROR ${result.error}`);
+  } finally {
+    for (const c of prepared) {
+      try {
+        finishes.set(c, await c.finish());
+      } catch (error) {
+        finishes.set(c, { peakRssMiB: NaN, failures: 1, notes: [`finish: ${error}`] });
+      }
+    }
+  }
+  if (result.error) return result;
+  const ours = workload.contenders.find((c) => c.role === "ours");
+  const oursRounds = ours ? measured.get(ours)! : [];
+  for (const c of workload.contenders) {
+    const ms = measured.get(c)!;
+    const fin = finishes.get(c);
+    const roundRss = ms.map((m) => m.peakRssMiB ?? NaN).filter((x) => !Number.isNaN(x));
+    const ratios = c === ours
+      ? []
+      : ms.map((m, i) => (oursRounds[i]?.rps ?? NaN) / m.rps).filter((x) => Number.isFinite(x));
+    const failed = ms.find((m) => m.failures > 0);
+    result.contenders.push({
+      name: c.name,
+      role: c.role,
+      rps: median(ms.map((m) => m.rps)),
+      p50Ms: median(ms.map((m) => m.p50Ms)),
+      p99Ms: median(ms.map((m) => m.p99Ms)),
+      peakRssMiB: roundRss.length > 0 ? Math.max(...roundRss) : fin?.peakRssMiB ?? NaN,
+      requests: ms.reduce((sum, m) => sum + m.requests, 0),
+      failures: ms.reduce((sum, m) => sum + m.failures, 0) + (fin?.failures ?? 0),
+      firstFailure: failed?.firstFailure ?? (fin?.failures ? fin.notes?.join("; ") ?? "" : ""),
+      ratio: c === ours ? undefined : ratios.length > 0 ? median(ratios) : undefined,
+      rounds: ms,
+      notes: [...ms.flatMap((m) => m.notes ?? []), ...(fin?.notes ?? [])],
+    });
+  }
+  const oursResult = result.contenders.find((c) => c.role === "ours");
+  for (const target of workload.targets) {
+    const other = result.contenders.find((c) => c.name === target.against);
+    const ratio = other?.ratio;
+    const clean = (oursResult?.failures ?? 1) === 0 && (other?.failures ?? 1) === 0;
+    result.targets.push({
+      ...target,
+      ratio,
+      met: ratio !== undefined && ratio >= target.min && clean,
+    });
+  }
+  return result;
+}
+
+/** A number with thousands separators and no decimals. */
+export function fmt(n: number): string {
+  return Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-";
+}

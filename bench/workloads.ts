@@ -1,0 +1,206 @@
+import {
+  ADDRESS_INPUT,
+  createdLengths,
+  naiveKvContender,
+  postAddressesContender,
+} from "./addresses_contenders.ts";
+import { type BenchContext, httpContender } from "./contenders.ts";
+import { GRPC_STREAMS, grpcContender, type GrpcSample } from "./grpc_contenders.ts";
+import { startOurs } from "./ours.ts";
+import { startGrpcJs, startRawDeno, startYoga, writeRoutes } from "./peer_services.ts";
+import { BOOKS_QUERY, learnGraphql, type Reference } from "./reference.ts";
+import type { Workload } from "./runner.ts";
+
+/** Names of the contenders, as targets refer to them. */
+export const RAW = "raw Deno.serve";
+export const YOGA = "graphql-yoga";
+export const GRPC_JS = "@grpc/grpc-js (Node)";
+export const NAIVE = "naive KV loop, 64 workers";
+
+const HTTP_CHECK = "every response: status and exact body size (wrk Lua hook)";
+
+/** The workloads of `deno task bench`, built from what the server answered in the probe. */
+export async function buildWorkloads(
+  ctx: BenchContext,
+  ref: Reference,
+  booksFile: string,
+): Promise<Workload[]> {
+  const place = { root: ctx.root, serverCpus: ctx.tools.serverCpus };
+  const ours = async () =>
+    startOurs(place, { kvDir: await Deno.makeTempDir({ dir: ctx.tmp, prefix: "kv-" }) });
+  const routes = new Map<string, Uint8Array>([["GET /rest/books", ref.restBooks]]);
+  for (const [path, body] of ref.bookBodies) routes.set(`GET ${path}`, body);
+  if ("body" in ref.graphql) routes.set("POST /graphql", ref.graphql.body);
+  const routesFile = `${ctx.tmp}/routes.json`;
+  await writeRoutes(routesFile, routes);
+  const raw = () => startRawDeno(place, routesFile);
+  const bookCount = ref.bookBodies.size;
+  const load = `wrk, ${ctx.opts.connections} connections, HTTP/1.1 keep-alive`;
+
+  const restLoad = { status: 200, lengths: [ref.restBooks.byteLength] };
+  const restBooks: Workload = {
+    id: "rest-books",
+    title: "GET /rest/books",
+    load,
+    checks: HTTP_CHECK,
+    contenders: [
+      httpContender({
+        ctx,
+        name: "ours",
+        role: "ours",
+        start: ours,
+        path: "/rest/books",
+        load: restLoad,
+      }),
+      httpContender({
+        ctx,
+        name: RAW,
+        role: "ceiling",
+        start: raw,
+        path: "/rest/books",
+        load: restLoad,
+      }),
+    ],
+    targets: [{ against: RAW, min: 0.85 }],
+  };
+
+  const pathsFile = `${ctx.tmp}/book_paths.txt`;
+  await Deno.writeTextFile(pathsFile, [...ref.bookBodies.keys()].join("\n") + "\n");
+  const bookLoad = {
+    status: 200,
+    lengths: [...new Set([...ref.bookBodies.values()].map((b) => b.byteLength))],
+    pathsFile,
+  };
+  const bookById: Workload = {
+    id: "book-id",
+    title: "GET /api/book/{id}",
+    load: `${load}; cycling through all ${bookCount} ids`,
+    checks: "every response: status 200 and a body size one of the books has (wrk Lua hook)",
+    contenders: [
+      httpContender({
+        ctx,
+        name: "ours",
+        role: "ours",
+        start: ours,
+        path: "/api/book/1",
+        load: bookLoad,
+      }),
+      httpContender({
+        ctx,
+        name: RAW,
+        role: "ceiling",
+        start: raw,
+        path: "/api/book/1",
+        load: bookLoad,
+      }),
+    ],
+    targets: [{ against: RAW, min: 0.8 }],
+  };
+
+  const queryFile = `${ctx.tmp}/graphql_query.json`;
+  await Deno.writeTextFile(queryFile, JSON.stringify({ query: BOOKS_QUERY }));
+  const graphql: Workload = {
+    id: "graphql",
+    title: "GraphQL books (all fields)",
+    load: `${load}; POST /graphql ${BOOKS_QUERY}`,
+    checks: `${HTTP_CHECK}; graphql-yoga's data checked equal to ours before the load`,
+    contenders: [],
+    targets: [{ against: RAW, min: 0.5 }],
+  };
+  if ("skipped" in ref.graphql) graphql.skipped = ref.graphql.skipped;
+  else {
+    const ourBody = ref.graphql.body;
+    const gqlLoad = {
+      status: 200,
+      lengths: [ourBody.byteLength],
+      method: "POST" as const,
+      bodyFile: queryFile,
+    };
+    const sameData = async (_: unknown, url: string) => {
+      const got = await learnGraphql(url.replace(/\/graphql$/, ""), bookCount);
+      if ("skipped" in got) throw new Error(`graphql-yoga: ${got.skipped}`);
+      const data = (b: Uint8Array) => JSON.stringify(JSON.parse(new TextDecoder().decode(b)).data);
+      if (data(got.body) !== data(ourBody)) {
+        throw new Error("graphql-yoga's data differs from ours");
+      }
+      return { lengths: [got.body.byteLength] };
+    };
+    graphql.contenders = [
+      httpContender({
+        ctx,
+        name: "ours",
+        role: "ours",
+        start: ours,
+        path: "/graphql",
+        load: gqlLoad,
+      }),
+      httpContender({
+        ctx,
+        name: RAW,
+        role: "ceiling",
+        start: raw,
+        path: "/graphql",
+        load: gqlLoad,
+      }),
+      httpContender({
+        ctx,
+        name: YOGA,
+        role: "peer",
+        start: () => startYoga(place, booksFile),
+        path: "/graphql",
+        load: gqlLoad,
+        verify: sameData,
+      }),
+    ];
+  }
+
+  const grpcData = `${ctx.tmp}/books_request.grpc`;
+  await Deno.writeFile(grpcData, new Uint8Array(5)); // uncompressed, empty BooksRequest
+  const samples = new Map<string, GrpcSample>();
+  const grpcSpec = { ctx, dataFile: grpcData, expectedBooks: bookCount, samples };
+  const clients = Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
+  const grpc: Workload = {
+    id: "grpc",
+    title: "gRPC books.v1.BooksService/books (h2c)",
+    load: `h2load, ${clients} connections × ${GRPC_STREAMS} streams, HTTP/2 cleartext`,
+    checks: "every call: HTTP 200 and exactly one full message of DATA (h2load totals); " +
+      "grpc-status OK and the full catalogue on 200 calls with @grpc/grpc-js before and after",
+    contenders: [
+      grpcContender({ ...grpcSpec, name: "ours", role: "ours", start: ours }),
+      grpcContender({
+        ...grpcSpec,
+        name: GRPC_JS,
+        role: "peer",
+        start: () => startGrpcJs(place, booksFile),
+      }),
+    ],
+    targets: [{ against: GRPC_JS, min: 1.0 }],
+  };
+  if (ref.grpcSkipped) grpc.skipped = ref.grpcSkipped;
+  else if (!ctx.tools.h2load) grpc.skipped = "h2load is not installed (Debian nghttp2-client)";
+  else if (!ctx.tools.node) grpc.skipped = "node is not installed (needed for @grpc/grpc-js)";
+
+  const bodyFile = `${ctx.tmp}/address.json`;
+  await Deno.writeTextFile(bodyFile, JSON.stringify(ADDRESS_INPUT));
+  const addresses: Workload = {
+    id: "addresses",
+    title: "POST /addresses (fresh KV file each round)",
+    load: `${load}; the naive loop runs ${ctx.opts.connections === 64 ? 64 : "its 64"} ` +
+      "workers in one process, no HTTP",
+    checks: "every response: status 201 and body size (wrk Lua hook); every id answered 201 " +
+      "found after SIGKILL and restart (committed before answered); no id answered twice",
+    contenders: [
+      postAddressesContender(ctx, { bodyFile, lengths: createdLengths(ref.created) }),
+      naiveKvContender(ctx, { workers: 64, name: NAIVE, role: "peer" }),
+      naiveKvContender(ctx, {
+        workers: 1,
+        name: "naive KV loop, 1 worker",
+        role: "info",
+        once: true,
+      }),
+    ],
+    targets: [{ against: NAIVE, min: 1.5 }],
+  };
+
+  return [restBooks, bookById, graphql, grpc, addresses];
+}
