@@ -25,6 +25,10 @@ export function createLogger(
   const write = options.write ?? ((text: string) => writeAll(encoder.encode(text)));
   let buffer: string[] = [];
   let scheduled = false;
+  // One ISO timestamp per millisecond: under load many lines share it, and formatting a Date
+  // is a measurable part of an access-log line.
+  let lastMs = -1;
+  let lastIso = "";
 
   function flush() {
     scheduled = false;
@@ -36,7 +40,16 @@ export function createLogger(
 
   function emit(level: LogLevel, msg: string, fields?: Record<string, unknown>) {
     if (RANK[level] < min) return;
-    buffer.push(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + "\n");
+    const now = Date.now();
+    if (now !== lastMs) {
+      lastMs = now;
+      lastIso = new Date(now).toISOString();
+    }
+    // Same line as JSON.stringify({time, level, msg, ...fields}), without copying `fields` into
+    // a new object on every request: its own JSON is spliced in after `msg`.
+    const rest = fields === undefined ? "{}" : JSON.stringify(fields);
+    const head = `{"time":"${lastIso}","level":"${level}","msg":${JSON.stringify(msg)}`;
+    buffer.push(rest.length > 2 ? `${head},${rest.slice(1)}\n` : `${head}}\n`);
     if (!scheduled) {
       scheduled = true;
       setTimeout(flush, 0);
