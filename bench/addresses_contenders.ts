@@ -62,7 +62,9 @@ export function postAddressesContender(
         bodyFile: options.bodyFile,
       };
       const warm = await runWrk({ ...load, seconds: ctx.opts.warmup, idsFile: `${dir}/warm.ids` });
+      const cpu = await server.cpuSeconds();
       const r = await runWrk({ ...load, seconds: ctx.opts.duration, idsFile: `${dir}/run.ids` });
+      const cpuUsPerRequest = (await server.cpuSeconds() - cpu) * 1e6 / r.requests;
       const peakRssMiB = await server.peakRssMiB();
       await server.stop("SIGKILL");
       const again = await startOurs(place, { kvDir: dir, name: "ours (restarted)" });
@@ -77,6 +79,7 @@ export function postAddressesContender(
       if (!firstFailure && missing > 0) firstFailure = `${missing} answered ids lost after kill -9`;
       return {
         ...r,
+        cpuUsPerRequest,
         failures: warm.failures + r.failures + duplicates + missing,
         firstFailure,
         peakRssMiB,
@@ -108,9 +111,8 @@ export function naiveKvContender(
       const command = pinned(ctx.tools.serverCpus, [
         Deno.execPath(),
         "run",
-        "--allow-env",
-        `--allow-read=${dir},/proc/self/status`,
-        `--allow-write=${dir}`,
+        // Deno grants /proc (the loop's own CPU time and peak RSS) only with --allow-all.
+        "--allow-all",
         script,
       ]);
       const out = await new Deno.Command(command[0]!, {
@@ -141,6 +143,7 @@ export function naiveKvContender(
         failures: consistent ? 0 : 1,
         firstFailure: consistent ? "" : `created ${r.created}, stored ${r.stored}`,
         peakRssMiB: r.peakRssMiB,
+        cpuUsPerRequest: r.cpuUsPerCreation,
         notes: [`round ${round + 1}: ${r.conflicts} counter conflicts retried`],
       };
     },

@@ -63,10 +63,13 @@ export function httpContender(spec: {
     },
     async measure(): Promise<Measurement> {
       const logLines = service!.stdoutLines();
+      const cpu = await service!.cpuSeconds();
       const r = await run(ctx.opts.duration);
+      const cpuUsPerRequest = (await service!.cpuSeconds() - cpu) * 1e6 / r.requests;
       const logged = service!.stdoutLines() - logLines;
       return {
         ...r,
+        cpuUsPerRequest,
         notes: spec.role === "ours" ? [`${logged} log lines for ${r.requests} requests`] : [],
       };
     },

@@ -153,11 +153,13 @@ export function grpcContender(spec: {
     async measure(round): Promise<Measurement> {
       const { service, url } = await server();
       const seconds = ctx.opts.warmup + ctx.opts.duration;
+      const cpu = await service.cpuSeconds();
       const r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+      const cpuUsPerRequest = (await service.cpuSeconds() - cpu) * 1e6 / r.calls;
       const peakRssMiB = await service.peakRssMiB();
       const bad = await sample(service, url, `round ${round + 1}`);
       if (r.failures === 0 && r.rps > 0) rate = r.rps;
-      return { ...r, failures: r.failures + bad, peakRssMiB };
+      return { ...r, failures: r.failures + bad, peakRssMiB, cpuUsPerRequest };
     },
     finish(): Promise<Finish> {
       const mine = spec.samples.get(spec.name);

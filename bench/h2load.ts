@@ -28,6 +28,8 @@ export interface H2loadResult {
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  /** Calls done in all, warm-up included. */
+  calls: number;
   /** Calls whose HTTP status, stream state or DATA bytes were wrong. */
   failures: number;
   firstFailure: string;
@@ -111,6 +113,7 @@ export async function runH2load(run: H2loadRun): Promise<H2loadResult> {
   }
   return {
     requests: measured.length,
+    calls: done,
     seconds,
     rps: measured.length > 0 ? measured.length / seconds : 0,
     p50Ms: percentileOfSorted(latencies, 50),

@@ -1,6 +1,8 @@
 // `deno task bench`: starts this server and its peers on this machine, loads each with the same
 // work, checks every response, and prints ratios measured in the same run. `--scale` runs the
-// scaling workloads instead (`deno task bench:scale`). See docs/bench.md.
+// scaling workloads instead (`deno task bench:scale`). See docs/bench.md. It runs with
+// --allow-all: it spawns servers and load generators anyway, and Deno grants /proc (CPU time,
+// peak RSS of the servers) to nothing less.
 import type { BenchContext } from "./contenders.ts";
 import { readOptions } from "./options.ts";
 import { learnReference } from "./reference.ts";
@@ -19,7 +21,7 @@ function log(line: string) {
 
 async function main(): Promise<number> {
   const scale = Deno.args.includes("--scale");
-  const opts = readOptions(Deno.env.toObject());
+  const opts = readOptions(Deno.env.toObject(), scale);
   const tools = await detectTools();
   const missing = missingTools(tools);
   if (missing.length > 0) {
@@ -53,7 +55,7 @@ async function main(): Promise<number> {
     const results: WorkloadResult[] = [];
     for (const w of workloads) {
       log(`${w.title}${w.skipped ? ` (skipped: ${w.skipped})` : ""}`);
-      const result = await runWorkload(w, scale ? 1 : opts.rounds, log);
+      const result = await runWorkload(w, opts.rounds, log);
       results.push(result);
       log(workloadTable(result));
     }

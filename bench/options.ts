@@ -1,10 +1,10 @@
 /** What a bench run does, from environment variables (all optional). */
 export interface BenchOptions {
-  /** Seconds of each measured round (BENCH_DURATION, default 10). */
+  /** Seconds of each measured round (BENCH_DURATION, default 10; 5 in the scaling run). */
   duration: number;
-  /** Seconds of load before the first round of each server (BENCH_WARMUP, default 3). */
+  /** Seconds of load before measuring a fresh server (BENCH_WARMUP, default 3; 2 scaling). */
   warmup: number;
-  /** A/B rounds per workload; the median is reported (BENCH_ROUNDS, default 3). */
+  /** A/B rounds per workload; medians are reported (BENCH_ROUNDS, default 3; 2 scaling). */
   rounds: number;
   /** Concurrent HTTP/1.1 connections of wrk (BENCH_CONNECTIONS, default 64). */
   connections: number;
@@ -22,12 +22,12 @@ function positive(env: Record<string, string>, name: string, fallback: number): 
   return value;
 }
 
-/** Reads and validates the bench options. */
-export function readOptions(env: Record<string, string>): BenchOptions {
+/** Reads and validates the bench options; the scaling run has shorter defaults. */
+export function readOptions(env: Record<string, string>, scale = false): BenchOptions {
   return {
-    duration: positive(env, "BENCH_DURATION", 10),
-    warmup: positive(env, "BENCH_WARMUP", 3),
-    rounds: Math.round(positive(env, "BENCH_ROUNDS", 3)),
+    duration: positive(env, "BENCH_DURATION", scale ? 5 : 10),
+    warmup: positive(env, "BENCH_WARMUP", scale ? 2 : 3),
+    rounds: Math.round(positive(env, "BENCH_ROUNDS", scale ? 2 : 3)),
     connections: Math.round(positive(env, "BENCH_CONNECTIONS", 64)),
     only: (env.BENCH_ONLY ?? "").split(",").map((s) => s.trim()).filter((s) => s !== ""),
   };

@@ -1,3 +1,4 @@
+import type { Answer } from "./reference.ts";
 import { type Service, startService } from "./service.ts";
 
 /** Where peers run: the project root (for deno.json and node_modules) and the server cores. */
@@ -8,17 +9,26 @@ export interface PeerPlace {
 
 const peer = (file: string) => new URL(`./peers/${file}`, import.meta.url).pathname;
 
-/** Writes the bodies the raw ceiling serves: {"METHOD /path": body}. */
-export async function writeRoutes(path: string, routes: Map<string, Uint8Array>): Promise<void> {
+/** Writes the answers the raw ceiling serves: {"METHOD /path": {body, headers}}. */
+export async function writeRoutes(path: string, routes: Map<string, Answer>): Promise<void> {
   const decoder = new TextDecoder();
-  const json = Object.fromEntries([...routes].map(([key, body]) => [key, decoder.decode(body)]));
+  const json = Object.fromEntries(
+    [...routes].map(([key, a]) => [key, { body: decoder.decode(a.body), headers: a.headers }]),
+  );
   await Deno.writeTextFile(path, JSON.stringify(json));
 }
 
-/** Plain `Deno.serve` answering with precomputed bytes (bench/peers/raw_deno.ts). */
-export function startRawDeno(place: PeerPlace, routesFile: string): Promise<Service> {
+/**
+ * Plain `Deno.serve` answering with precomputed bytes (bench/peers/raw_deno.ts): with only the
+ * content type, or with every header this server sends (`sameHeaders`).
+ */
+export function startRawDeno(
+  place: PeerPlace,
+  routesFile: string,
+  sameHeaders = false,
+): Promise<Service> {
   return startService({
-    name: "raw Deno.serve",
+    name: sameHeaders ? "raw Deno.serve, same headers" : "raw Deno.serve",
     command: [
       Deno.execPath(),
       "run",
@@ -27,7 +37,7 @@ export function startRawDeno(place: PeerPlace, routesFile: string): Promise<Serv
       "--allow-read",
       peer("raw_deno.ts"),
     ],
-    env: { ROUTES_FILE: routesFile },
+    env: { ROUTES_FILE: routesFile, RAW_HEADERS: sameHeaders ? "same" : "content-type" },
     cwd: place.root,
     cpus: place.serverCpus,
   });

@@ -4,26 +4,37 @@ import { grpcUrlOf, httpUrlOf, type Place, startOurs } from "./ours.ts";
 /** The GraphQL books query with every field. */
 export const BOOKS_QUERY = "{ books { title year author { firstName lastName } } }";
 
+/** One answer of the server: its body and headers (without date and content-length). */
+export interface Answer {
+  body: Uint8Array;
+  headers: Record<string, string>;
+}
+
 /** What this project's server answers, learned once before the workloads run. */
 export interface Reference {
-  /** `GET /rest/books` body; the raw ceiling serves the same bytes. */
-  restBooks: Uint8Array;
-  /** `GET /api/book/{id}` bodies by path. */
-  bookBodies: Map<string, Uint8Array>;
-  /** The GraphQL books response body, or why GraphQL cannot be measured. */
-  graphql: { body: Uint8Array } | { skipped: string };
+  /** `GET /rest/books`; the raw ceiling serves the same bytes. */
+  restBooks: Answer;
+  /** `GET /api/book/{id}` answers by path. */
+  bookBodies: Map<string, Answer>;
+  /** The GraphQL books answer, or why GraphQL cannot be measured. */
+  graphql: Answer | { skipped: string };
   /** Why gRPC cannot be measured, if it cannot. */
   grpcSkipped?: string;
   /** One `POST /addresses` answer, to derive the 201 body sizes. */
   created: { body: string; id: number };
 }
 
-async function bytes(response: Response, what: string, status = 200): Promise<Uint8Array> {
+/** Reads an answer, failing unless it has the expected status. */
+export async function answer(response: Response, what: string, status = 200): Promise<Answer> {
   const body = new Uint8Array(await response.arrayBuffer());
   if (response.status !== status) {
     throw new Error(`${what} answered ${response.status}: ${new TextDecoder().decode(body)}`);
   }
-  return body;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of response.headers) {
+    if (name !== "date" && name !== "content-length") headers[name] = value;
+  }
+  return { body, headers };
 }
 
 /** Starts the server on a fresh KV file, records its answers, stops it. */
@@ -34,19 +45,21 @@ export async function learnReference(
   const server = await startOurs(place, { ...options, name: "ours (reference)" });
   try {
     const base = httpUrlOf(server);
-    const restBooks = await bytes(await fetch(`${base}/rest/books`), "GET /rest/books");
-    const books = JSON.parse(new TextDecoder().decode(restBooks)) as { id: number }[];
-    const bookBodies = new Map<string, Uint8Array>();
+    const restBooks = await answer(await fetch(`${base}/rest/books`), "GET /rest/books");
+    const books = JSON.parse(new TextDecoder().decode(restBooks.body)) as { id: number }[];
+    const bookBodies = new Map<string, Answer>();
     for (const { id } of books) {
       const path = `/api/book/${id}`;
-      bookBodies.set(path, await bytes(await fetch(`${base}${path}`), `GET ${path}`));
+      bookBodies.set(path, await answer(await fetch(`${base}${path}`), `GET ${path}`));
     }
     const created = await fetch(`${base}/addresses`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(ADDRESS_INPUT),
     });
-    const createdBody = new TextDecoder().decode(await bytes(created, "POST /addresses", 201));
+    const createdBody = new TextDecoder().decode(
+      (await answer(created, "POST /addresses", 201)).body,
+    );
     return {
       restBooks,
       bookBodies,
@@ -61,17 +74,17 @@ export async function learnReference(
   }
 }
 
-/** POSTs the books query; the response body, or why it cannot serve as the workload. */
+/** POSTs the books query; the answer, or why it cannot serve as the workload. */
 export async function learnGraphql(
   base: string,
   expectedBooks: number,
-): Promise<{ body: Uint8Array } | { skipped: string }> {
+): Promise<Answer | { skipped: string }> {
   const response = await fetch(`${base}/graphql`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ query: BOOKS_QUERY }),
   });
-  const body = new Uint8Array(await response.arrayBuffer());
+  const { body, headers } = await answer(response, "POST /graphql", response.status);
   if (response.status === 404) return { skipped: "POST /graphql answers 404 (not built yet)" };
   let count = -1;
   try {
@@ -81,5 +94,5 @@ export async function learnGraphql(
     const text = new TextDecoder().decode(body.subarray(0, 300));
     return { skipped: `POST /graphql answered ${response.status} with ${count} books: ${text}` };
   }
-  return { body };
+  return { body, headers };
 }

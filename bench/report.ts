@@ -59,6 +59,7 @@ export async function describeRun(tools: Tools, options: BenchOptions): Promise<
 }
 
 const ms = (n: number) => Number.isFinite(n) ? n.toFixed(2) : "-";
+const us = (n: number) => Number.isFinite(n) ? n.toFixed(1) : "-";
 const mib = (n: number) => Number.isFinite(n) ? n.toFixed(0) : "-";
 
 function ratioCell(w: WorkloadResult, name: string, ratio: number | undefined): string {
@@ -77,15 +78,17 @@ export function workloadTable(w: WorkloadResult): string {
   lines.push(
     `Load: ${w.load}. Checked: ${w.checks}.`,
     "",
-    "| contender | req/s | p50 ms | p99 ms | peak RSS MiB | ours ÷ it | failed checks |",
-    "|---|---:|---:|---:|---:|---|---:|",
+    "| contender | req/s | p50 ms | p99 ms | peak RSS MiB | server CPU µs/req | ours ÷ it | failed checks |",
+    "|---|---:|---:|---:|---:|---:|---|---:|",
   );
   for (const c of w.contenders) {
     const label = c.role === "ceiling" ? `${c.name} (ceiling)` : c.name;
     lines.push(
       `| ${label} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${mib(c.peakRssMiB)} | ${
-        ratioCell(w, c.name, c.ratio)
-      } | ${c.failures}${c.failures > 0 ? ` (${c.firstFailure})` : ""} |`,
+        us(c.cpuUsPerRequest)
+      } | ${ratioCell(w, c.name, c.ratio)} | ${c.failures}${
+        c.failures > 0 ? ` (${c.firstFailure})` : ""
+      } |`,
     );
   }
   return [...lines, ""].join("\n");

@@ -10,6 +10,8 @@ export interface Measurement {
   /** Responses that failed a check (status, size, grpc-status, durability, duplicates). */
   failures: number;
   firstFailure: string;
+  /** Server CPU time (all threads) per request in µs: robust to load from other processes. */
+  cpuUsPerRequest?: number;
   /** Peak RSS when the contender runs a fresh process per round. */
   peakRssMiB?: number;
   notes?: string[];
@@ -63,6 +65,7 @@ export interface ContenderResult {
   p50Ms: number;
   p99Ms: number;
   peakRssMiB: number;
+  cpuUsPerRequest: number;
   requests: number;
   failures: number;
   firstFailure: string;
@@ -146,6 +149,7 @@ export async function runWorkload(
       p50Ms: median(ms.map((m) => m.p50Ms)),
       p99Ms: median(ms.map((m) => m.p99Ms)),
       peakRssMiB: roundRss.length > 0 ? Math.max(...roundRss) : fin?.peakRssMiB ?? NaN,
+      cpuUsPerRequest: median(ms.map((m) => m.cpuUsPerRequest ?? NaN)),
       requests: ms.reduce((sum, m) => sum + m.requests, 0),
       failures: ms.reduce((sum, m) => sum + m.failures, 0) + (fin?.failures ?? 0),
       firstFailure: failed?.firstFailure ?? (fin?.failures ? fin.notes?.join("; ") ?? "" : ""),

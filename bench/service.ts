@@ -12,6 +12,8 @@ export interface Service {
   stdoutLines(): number;
   /** The first few KiB of output, for error messages. */
   head(): string;
+  /** CPU time (user + system, all threads) the process used so far, in seconds. */
+  cpuSeconds(): Promise<number>;
   /** True until the process exits. */
   alive(): boolean;
   /** The first few KiB of stderr and whether the process exited, for error messages. */
@@ -86,6 +88,7 @@ export async function startService(spec: ServiceSpec): Promise<Service> {
     stdoutLines: () => lines,
     head: () => head,
     alive: () => exited === undefined,
+    cpuSeconds: () => cpuSeconds(child.pid),
     diagnosis: () =>
       `${spec.name} ${exited ? `exited with code ${exited.code}` : "still running"}; ` +
       `stderr: ${errors.slice(0, 4000) || "(empty)"}`,
@@ -117,6 +120,19 @@ function findListening(text: string): Record<string, unknown> | undefined {
     } catch { /* a partial line: wait for the rest */ }
   }
   return undefined;
+}
+
+const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ; 100 on Linux for every common architecture
+
+/** User + system CPU seconds of a process (/proc/<pid>/stat), or NaN when unavailable. */
+export async function cpuSeconds(pid: number | "self"): Promise<number> {
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return NaN;
+  }
 }
 
 /** VmHWM (peak RSS) of a process in MiB. */

@@ -1,7 +1,7 @@
-/** Median of a non-empty list (the mean of the two middle values for an even count). */
+/** Median of the numbers in a list, NaN ignored (the mean of the two middle ones for an even count). */
 export function median(values: readonly number[]): number {
-  if (values.length === 0) return NaN;
-  const sorted = values.toSorted((a, b) => a - b);
+  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
   const mid = sorted.length >> 1;
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }

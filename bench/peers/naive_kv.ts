@@ -10,6 +10,13 @@ const seconds = Number(Deno.env.get("SECONDS") ?? "10");
 const COUNTER = ["counters", "addresses"];
 const input = { name: "Ada Lovelace", city: "London", postalCode: "NW1 2DB" };
 
+/** CPU seconds (user + system, all threads) of this process. */
+async function cpuSeconds(): Promise<number> {
+  const stat = await Deno.readTextFile("/proc/self/stat").catch(() => "");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 const kv = await Deno.openKv(kvPath);
 let measuring = false;
 let stopped = false;
@@ -48,10 +55,12 @@ const loops = Array.from({ length: workers }, worker);
 await new Promise((r) => setTimeout(r, warmup * 1000));
 measuring = true;
 conflicts = 0;
+const cpuBefore = await cpuSeconds();
 const started = performance.now();
 await new Promise((r) => setTimeout(r, seconds * 1000));
 measuring = false;
 const elapsed = (performance.now() - started) / 1000;
+const cpuUsPerCreation = (await cpuSeconds() - cpuBefore) * 1e6 / measured;
 stopped = true;
 await Promise.all(loops);
 
@@ -75,4 +84,5 @@ console.log(JSON.stringify({
   stored,
   counter: Number(counter),
   peakRssMiB: hwm ? Number(hwm[1]) / 1024 : NaN,
+  cpuUsPerCreation,
 }));
