@@ -9,7 +9,7 @@ import { learnReference } from "./reference.ts";
 import { describeRun, fullReport, loadAverage, workloadTable } from "./report.ts";
 import { runWorkload, type Workload, type WorkloadResult } from "./runner.ts";
 import { buildScaleWorkloads } from "./scale.ts";
-import { detectTools, missingTools } from "./tools.ts";
+import { detectTools, missingTools, pinSelf } from "./tools.ts";
 import { buildWorkloads } from "./workloads.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
@@ -37,6 +37,7 @@ async function main(): Promise<number> {
       return 2;
     }
   }
+  await pinSelf(tools.clientCpus);
   const tmp = await Deno.makeTempDir({ prefix: "books-bench-" });
   const ctx: BenchContext = { root: ROOT, tmp, opts, tools };
   try {

@@ -51,6 +51,19 @@ export function missingTools(tools: Tools): string[] {
   return lines;
 }
 
+/**
+ * Moves this process (all its threads) to the load generators' cores, so reading the servers'
+ * logs and checking answers does not take CPU from the servers.
+ */
+export async function pinSelf(cpus: string | undefined): Promise<void> {
+  if (cpus === undefined) return;
+  await new Deno.Command("taskset", {
+    args: ["-a", "-c", "-p", cpus, String(Deno.pid)],
+    stdout: "null",
+    stderr: "null",
+  }).output();
+}
+
 /** Prefixes a command with `taskset -c <cpus>` when pinning is available. */
 export function pinned(cpus: string | undefined, command: string[]): string[] {
   return cpus === undefined ? command : ["taskset", "-c", cpus, ...command];
