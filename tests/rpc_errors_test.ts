@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import { AppError, ERROR_DEFINITIONS, type ErrorCode } from "../lib/errors.ts";
+import { createLogger } from "../lib/log.ts";
+import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { GRPC_CODE_OF } from "../rpc/errors.ts";
+import { startGrpcListener } from "../rpc/grpc_listener.ts";
+import type { BookStore } from "../store/books.ts";
+
+/** A store whose list() fails with the given error: the fault reaches the real listener. */
+function failingStore(error: unknown): BookStore {
+  return {
+    list: () => {
+      throw error;
+    },
+    get: () => undefined,
+    listJson: () => new Uint8Array(),
+    getJson: () => undefined,
+    isReady: () => true,
+  };
+}
+
+async function callBooks(error: unknown) {
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: "debug",
+    write: (text) => {
+      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
+    },
+  });
+  const listener = await startGrpcListener(
+    { port: 0, host: "127.0.0.1" },
+    { books: failingStore(error), logger },
+  );
+  const session = new Http2SessionManager(listener.url);
+  try {
+    const grpcError = await createClient(
+      BooksService,
+      createGrpcTransport({ baseUrl: listener.url, sessionManager: session }),
+    ).books({}, { headers: { "x-request-id": "fault-1" } }).then(
+      () => assert.fail("the call should fail"),
+      (e) => ConnectError.from(e),
+    );
+    const connectError = await createClient(
+      BooksService,
+      createConnectTransport({ baseUrl: listener.url, httpVersion: "2", sessionManager: session }),
+    ).books({}).then(() => assert.fail("the call should fail"), (e) => ConnectError.from(e));
+    logger.flush();
+    return { grpcError, connectError, logs };
+  } finally {
+    session.abort();
+    await listener.shutdown();
+  }
+}
+
+Deno.test("an application error becomes its gRPC status, with code and retry hint", async () => {
+  const { grpcError, connectError, logs } = await callBooks(
+    new AppError("service-unavailable", "KV is busy; try again.", { retryAfter: 2 }),
+  );
+  for (const error of [grpcError, connectError]) {
+    assert.equal(error.code, Code.Unavailable);
+    assert.equal(error.rawMessage, "KV is busy; try again.");
+    assert.equal(error.metadata.get("error-code"), "service-unavailable");
+    assert.equal(error.metadata.get("grpc-retry-pushback-ms"), "2000");
+  }
+  assert.equal(grpcError.metadata.get("x-request-id"), "fault-1");
+  // Expected failures are not logged as errors; the access log names the status.
+  assert.equal(logs.filter((l) => l.level === "error").length, 0);
+  const line = logs.find((l) => l.msg === "rpc" && l.requestId === "fault-1");
+  assert.equal(line?.code, "Unavailable");
+});
+
+Deno.test("an unexpected error is masked as INTERNAL and logged with its request id", async () => {
+  const { grpcError, connectError, logs } = await callBooks(
+    new TypeError("connection string postgres://admin:hunter2@db failed"),
+  );
+  for (const error of [grpcError, connectError]) {
+    assert.equal(error.code, Code.Internal);
+    assert.doesNotMatch(error.rawMessage, /hunter2|postgres|TypeError/);
+    assert.equal(error.metadata.get("error-code"), "internal");
+  }
+  assert.equal(grpcError.rawMessage, "An unexpected error occurred (request id fault-1).");
+  const logged = logs.find((l) => l.level === "error" && l.requestId === "fault-1");
+  assert.equal(logged?.procedure, "books.v1.BooksService/books");
+  assert.match(String(logged?.error), /^TypeError: connection string/);
+  assert.match(String(logged?.stack), /rpc_errors_test\.ts/); // the stack stays in the log
+});
+
+Deno.test("every application error code has a gRPC status matching its HTTP status", () => {
+  // The gRPC <-> HTTP mapping Connect documents; 405 and 415 are not in it and map by meaning.
+  const byHttp: Record<number, Code[]> = {
+    400: [Code.InvalidArgument],
+    401: [Code.Unauthenticated],
+    403: [Code.PermissionDenied],
+    404: [Code.NotFound],
+    405: [Code.Unimplemented],
+    406: [Code.InvalidArgument],
+    412: [Code.FailedPrecondition],
+    413: [Code.ResourceExhausted],
+    415: [Code.InvalidArgument],
+    429: [Code.ResourceExhausted],
+    500: [Code.Internal],
+    503: [Code.Unavailable],
+  };
+  for (const [code, definition] of Object.entries(ERROR_DEFINITIONS)) {
+    const grpcCode = GRPC_CODE_OF[code as ErrorCode];
+    assert.ok(
+      byHttp[definition.status]?.includes(grpcCode),
+      `${code} (HTTP ${definition.status}) maps to ${Code[grpcCode]}`,
+    );
+  }
+});
