@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
-import { Buffer } from "node:buffer";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import {
   FieldDescriptorProto_Label,
   FieldDescriptorProto_Type,
   FileDescriptorProtoSchema,
-  FileDescriptorSetSchema,
 } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -19,6 +17,7 @@ import {
   ServerReflection,
   type ServerReflectionRequest,
 } from "../rpc/gen/grpc/reflection/v1/reflection_pb.ts";
+import { schemaByReflection } from "../rpc/examples/grpc_js_client.ts";
 import { startTestServer } from "./support/server.ts";
 
 const PROTO_DIR = new URL("../rpc/proto/", import.meta.url).pathname;
@@ -217,26 +216,14 @@ Deno.test("grpc.health.v1.Health and server reflection on the gRPC listener", as
     await t.step(
       "a generic client calls books without the .proto file (like grpcurl)",
       async () => {
-        const reflector = grpcJs(
-          `${PROTO_DIR}grpc/reflection/v1/reflection.proto`,
-          server.grpcUrl!,
-          ["grpc", "reflection", "v1", "ServerReflection"],
-        );
+        // rpc/examples/grpc_js_client.ts: only the standard reflection.proto is on disk.
+        const target = new URL(server.grpcUrl!).host;
         let books: AnyClient;
         try {
-          const [found] = await reflectWithGrpcJs(reflector, [
-            { file_containing_symbol: "books.v1.BooksService" },
-          ]);
-          const files = found.file_descriptor_response.file_descriptor_proto.map((
-            bytes: Uint8Array,
-          ) => fromBinary(FileDescriptorProtoSchema, bytes));
-          const set = toBinary(FileDescriptorSetSchema, {
-            $typeName: "google.protobuf.FileDescriptorSet",
-            file: files,
-          });
-          const definition = protoLoader.loadFileDescriptorSetFromBuffer(Buffer.from(set), {
-            keepCase: true,
-          });
+          const definition = protoLoader.loadFileDescriptorSetFromBuffer(
+            await schemaByReflection(target, "books.v1.BooksService"),
+            { keepCase: true },
+          );
           const pkg = grpc.loadPackageDefinition(definition) as AnyClient;
           books = new pkg.books.v1.BooksService(
             new URL(server.grpcUrl!).host,
@@ -253,7 +240,6 @@ Deno.test("grpc.health.v1.Health and server reflection on the gRPC listener", as
             author: rest[0].author,
           });
         } finally {
-          reflector.close();
           books?.close();
         }
       },
