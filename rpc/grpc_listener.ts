@@ -1,3 +1,4 @@
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
@@ -66,10 +67,12 @@ export async function startGrpcListener(
   // 8.1); that is not the first resort because some HTTP/2 clients (Deno's node:http2 among
   // them) then lose the trailers that carry the gRPC status.
   const handler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    // HTTP/1.1 requests (TLS with ALPN http/1.1) have no stream and need none of this.
+    const stream = req.stream as http2.ServerHttp2Stream | undefined;
     // The stream's writable side finishes once the response and its trailers are sent.
-    req.stream.once("finish", () => {
+    stream?.once("finish", () => {
       // Connect may already have released the compat request; the stream itself tells.
-      if (!req.stream.readableEnded && !req.stream.destroyed) drainRequest(req.stream);
+      if (!stream.readableEnded && !stream.destroyed) drainRequest(stream);
     });
     adapter(req, res);
   };
@@ -80,10 +83,7 @@ export async function startGrpcListener(
     },
   };
   const server = config.tls
-    ? http2.createSecureServer(
-      { ...options, ...await readTls(config.tls), allowHTTP1: true },
-      handler,
-    )
+    ? await createTlsServer(config.tls, options, handler)
     : http2.createServer(options, handler);
 
   const sessions = new Set<http2.ServerHttp2Session>();
@@ -135,7 +135,12 @@ export async function startGrpcListener(
   return { url, shutdown };
 }
 
-async function readTls(files: { certFile: string; keyFile: string }) {
+/** HTTP/2 over TLS; ALPN offers h2 and, for gRPC-Web and Connect clients, http/1.1. */
+async function createTlsServer(
+  files: { certFile: string; keyFile: string },
+  options: http2.ServerOptions,
+  handler: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+): Promise<http2.Http2SecureServer> {
   const read = async (name: string, path: string) => {
     try {
       return await Deno.readTextFile(path);
@@ -143,10 +148,20 @@ async function readTls(files: { certFile: string; keyFile: string }) {
       throw new ConfigError(`invalid ${name}=${path}: ${(error as Error).message}`);
     }
   };
-  return {
-    cert: await read("GRPC_TLS_CERT", files.certFile),
-    key: await read("GRPC_TLS_KEY", files.keyFile),
-  };
+  const cert = await read("GRPC_TLS_CERT", files.certFile);
+  const key = await read("GRPC_TLS_KEY", files.keyFile);
+  try {
+    // Parsed here so that a bad file stops start-up instead of failing every handshake.
+    new X509Certificate(cert);
+    createPrivateKey(key);
+    return http2.createSecureServer({ ...options, cert, key, allowHTTP1: true }, handler);
+  } catch (error) {
+    throw new ConfigError(
+      `invalid GRPC_TLS_CERT=${files.certFile} or GRPC_TLS_KEY=${files.keyFile}: ${
+        (error as Error).message
+      }`,
+    );
+  }
 }
 
 function drainRequest(stream: http2.ServerHttp2Stream): void {

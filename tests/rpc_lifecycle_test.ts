@@ -22,6 +22,7 @@ async function logsOf(server: { logs: Record<string, unknown>[] }) {
 }
 
 const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
+const CA = new URL("../rpc/testdata/ca.crt", import.meta.url).pathname;
 const CERT = new URL("../rpc/testdata/localhost.crt", import.meta.url).pathname;
 const KEY = new URL("../rpc/testdata/localhost.key", import.meta.url).pathname;
 
@@ -138,7 +139,7 @@ Deno.test("GRPC_PORT=off: no second listener; Connect still works on the main po
 
 Deno.test("GRPC_TLS_CERT/GRPC_TLS_KEY: HTTP/2 over TLS, h2 chosen by ALPN", async (t) => {
   const server = await startTestServer({ GRPC_TLS_CERT: CERT, GRPC_TLS_KEY: KEY });
-  const ca = await Deno.readTextFile(CERT);
+  const ca = await Deno.readTextFile(CA);
   const url = new URL(server.grpcUrl!);
   const session = new Http2SessionManager(server.grpcUrl!, undefined, { ca });
   try {
@@ -178,6 +179,32 @@ Deno.test("GRPC_TLS_CERT/GRPC_TLS_KEY: HTTP/2 over TLS, h2 chosen by ALPN", asyn
       );
       try {
         assert.ok((await callBooks(client)).book.length >= 25);
+      } finally {
+        client.close();
+      }
+    });
+
+    await t.step("Connect and gRPC-Web over HTTP/1.1 with TLS (fetch, h2 off)", async () => {
+      const client = Deno.createHttpClient({ caCerts: [ca], http2: false });
+      try {
+        const connect = await fetch(`${server.grpcUrl}/books.v1.BooksService/books`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{}",
+          client,
+        });
+        assert.equal(connect.status, 200);
+        assert.ok((await connect.json()).book.length >= 25);
+        const web = await fetch(`${server.grpcUrl}/books.v1.BooksService/books`, {
+          method: "POST",
+          headers: { "content-type": "application/grpc-web+proto" },
+          body: new Uint8Array(5),
+          client,
+        });
+        assert.equal(web.status, 200);
+        const bytes = new Uint8Array(await web.arrayBuffer());
+        assert.ok(bytes.length > 1000);
+        assert.match(new TextDecoder().decode(bytes.slice(-40)), /grpc-status: ?0/);
       } finally {
         client.close();
       }
@@ -228,6 +255,14 @@ Deno.test("TLS configuration errors stop start-up with a message naming the vari
       (e: unknown) =>
         e instanceof ConfigError &&
         e.message.startsWith(`invalid GRPC_TLS_CERT=${dir}/missing.crt:`),
+    );
+    // A file that is not a PEM certificate.
+    await Deno.writeTextFile(`${dir}/bad.crt`, "not a certificate");
+    await assert.rejects(
+      startServer({ ...config, grpcTls: { certFile: `${dir}/bad.crt`, keyFile: KEY } }, {
+        logger: createLogger({ level: "silent" }),
+      }),
+      (e: unknown) => e instanceof ConfigError && e.message.startsWith("invalid GRPC_TLS_CERT="),
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
