@@ -78,17 +78,17 @@ export function workloadTable(w: WorkloadResult): string {
   lines.push(
     `Load: ${w.load}. Checked: ${w.checks}.`,
     "",
-    "| contender | req/s | p50 ms | p99 ms | peak RSS MiB | server CPU µs/req | ours ÷ it | failed checks |",
-    "|---|---:|---:|---:|---:|---:|---|---:|",
+    "| contender | req/s | p50 ms | p99 ms | peak RSS MiB | server CPU µs/req | ours ÷ it (req/s) | ours ÷ it (CPU/req) | failed checks |",
+    "|---|---:|---:|---:|---:|---:|---|---:|---:|",
   );
   for (const c of w.contenders) {
     const label = c.role === "ceiling" ? `${c.name} (ceiling)` : c.name;
     lines.push(
       `| ${label} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${mib(c.peakRssMiB)} | ${
         us(c.cpuUsPerRequest)
-      } | ${ratioCell(w, c.name, c.ratio)} | ${c.failures}${
-        c.failures > 0 ? ` (${c.firstFailure})` : ""
-      } |`,
+      } | ${ratioCell(w, c.name, c.ratio)} | ${
+        c.cpuRatio === undefined ? "" : `${c.cpuRatio.toFixed(2)}×`
+      } | ${c.failures}${c.failures > 0 ? ` (${c.firstFailure})` : ""} |`,
     );
   }
   return [...lines, ""].join("\n");

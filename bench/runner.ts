@@ -71,6 +71,8 @@ export interface ContenderResult {
   firstFailure: string;
   /** Median over rounds of ours.rps ÷ this.rps (undefined for ours). */
   ratio?: number;
+  /** Median over rounds of this.cpuUsPerRequest ÷ ours.cpuUsPerRequest (undefined for ours). */
+  cpuRatio?: number;
   rounds: Measurement[];
   notes: string[];
 }
@@ -141,6 +143,10 @@ export async function runWorkload(
     const ratios = c === ours
       ? []
       : ms.map((m, i) => (oursRounds[i]?.rps ?? NaN) / m.rps).filter((x) => Number.isFinite(x));
+    const cpuRatios = c === ours
+      ? []
+      : ms.map((m, i) => (m.cpuUsPerRequest ?? NaN) / (oursRounds[i]?.cpuUsPerRequest ?? NaN))
+        .filter((x) => Number.isFinite(x));
     const failed = ms.find((m) => m.failures > 0);
     result.contenders.push({
       name: c.name,
@@ -154,6 +160,7 @@ export async function runWorkload(
       failures: ms.reduce((sum, m) => sum + m.failures, 0) + (fin?.failures ?? 0),
       firstFailure: failed?.firstFailure ?? (fin?.failures ? fin.notes?.join("; ") ?? "" : ""),
       ratio: c === ours ? undefined : ratios.length > 0 ? median(ratios) : undefined,
+      cpuRatio: cpuRatios.length > 0 ? median(cpuRatios) : undefined,
       rounds: ms,
       notes: [...ms.flatMap((m) => m.notes ?? []), ...(fin?.notes ?? [])],
     });

@@ -163,7 +163,8 @@ export async function buildWorkloads(
     title: "gRPC books.v1.BooksService/books (h2c)",
     load: `h2load, ${clients} connections × ${GRPC_STREAMS} streams, HTTP/2 cleartext`,
     checks: "every call: HTTP 200 and exactly one full message of DATA (h2load totals); " +
-      "grpc-status OK and the full catalogue on 200 calls with @grpc/grpc-js before and after",
+      "grpc-status OK and the full catalogue on 200 calls with @grpc/grpc-js after each " +
+      "round; a server process that dies is a failure",
     contenders: [
       grpcContender({ ...grpcSpec, name: "ours", role: "ours", start: ours }),
       grpcContender({
