@@ -17,6 +17,8 @@ export interface GrpcListenerConfig {
   host: string;
   /** PEM certificate chain and key files: serve TLS (ALPN `h2`) instead of cleartext HTTP/2. */
   tls?: { certFile: string; keyFile: string } | undefined;
+  /** Most connections open at once; more are closed at once (default 1000). */
+  maxConnections?: number;
 }
 
 /** A started gRPC listener. */
@@ -36,7 +38,7 @@ export interface GrpcListener {
 // are refused, so a connection flood cannot exhaust memory.
 const MAX_CONCURRENT_STREAMS = 100;
 const MAX_HEADER_LIST_BYTES = 16 * 1024;
-const MAX_SESSIONS = 1000;
+const DEFAULT_MAX_CONNECTIONS = 1000;
 const IDLE_SESSION_MS = 5 * 60 * 1000;
 const DEFAULT_GRACE_MS = 10_000;
 const DRAIN_MAX_BYTES = 2 * MAX_MESSAGE_BYTES;
@@ -87,8 +89,9 @@ export async function startGrpcListener(
     : http2.createServer(options, handler);
 
   const sessions = new Set<http2.ServerHttp2Session>();
+  const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   server.on("session", (session: http2.ServerHttp2Session) => {
-    if (sessions.size >= MAX_SESSIONS) {
+    if (sessions.size >= maxConnections) {
       logger.warn("grpc connection refused", { reason: "too many connections" });
       session.destroy();
       return;

@@ -4,10 +4,14 @@ import http2 from "node:http2";
 import net from "node:net";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { fromBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { BooksResponseSchema, BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { Health } from "../rpc/gen/grpc/health/v1/health_pb.ts";
+import { createLogger } from "../lib/log.ts";
+import { startGrpcListener } from "../rpc/grpc_listener.ts";
 import { MAX_MESSAGE_BYTES } from "../rpc/router.ts";
+import { createBookStore } from "../store/books.ts";
 import { startTestServer } from "./support/server.ts";
 
 interface RawAnswer {
@@ -134,6 +138,24 @@ Deno.test("the gRPC listener survives bad input and enforces its limits", async 
       const settings = await remoteSettings;
       assert.equal(settings.maxConcurrentStreams, 100);
       assert.equal(settings.maxHeaderListSize, 16 * 1024);
+    });
+
+    await t.step("headers over 16 KiB: that stream is reset, the connection lives on", async () => {
+      const req = raw.request({
+        ":method": "POST",
+        ":path": "/books.v1.BooksService/books",
+        "content-type": "application/grpc",
+        "x-padding": "a".repeat(20_000),
+      });
+      req.on("error", () => {});
+      req.resume();
+      await new Promise((resolve) => {
+        req.on("close", resolve);
+        req.end(EMPTY_MESSAGE);
+      });
+      assert.equal(req.rstCode, http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      const answer = await rawCall(raw, "/books.v1.BooksService/books", EMPTY_MESSAGE);
+      assert.equal(answer.grpcStatus, "0");
     });
 
     await t.step("a broken HTTP/2 frame: GOAWAY PROTOCOL_ERROR, connection closed", async () => {
@@ -304,3 +326,40 @@ function varint(value: number): number[] {
   bytes.push(value);
   return bytes;
 }
+
+Deno.test("connections over the limit are closed; the ones within keep working", async () => {
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: "debug",
+    write: (text) => {
+      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
+    },
+  });
+  const books = createBookStore([
+    { id: 1, title: "Kindred", year: 1979, author: { firstName: "Octavia", lastName: "Butler" } },
+  ]);
+  const listener = await startGrpcListener(
+    { port: 0, host: "127.0.0.1", maxConnections: 2 },
+    { books, logger },
+  );
+  const clients = [0, 1, 2].map(() => {
+    const client = http2.connect(listener.url);
+    client.on("error", () => {});
+    return client;
+  });
+  try {
+    const closed = new Promise((resolve) => clients[2]!.once("close", resolve));
+    for (const client of clients.slice(0, 2)) {
+      const answer = await rawCall(client, "/books.v1.BooksService/books", EMPTY_MESSAGE);
+      assert.equal(answer.grpcStatus, "0");
+      const response = fromBinary(BooksResponseSchema, answer.body.subarray(5));
+      assert.deepEqual(response.book.map((b) => b.title), ["Kindred"]);
+    }
+    await closed;
+    logger.flush();
+    assert.ok(logs.some((l) => l.msg === "grpc connection refused"));
+  } finally {
+    for (const client of clients) client.destroy();
+    await listener.shutdown();
+  }
+});
