@@ -123,5 +123,32 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
       );
     }
   }
-  return [...head, ...results.map(workloadTable), ...summary, ""].join("\n");
+  const hasTargets = results.some((w) => w.targets.length > 0);
+  return [
+    ...head,
+    ...results.map(workloadTable),
+    ...(hasTargets ? summary : costTable(results)),
+    "",
+  ]
+    .join("\n");
+}
+
+/** The scaling run's summary: server CPU per request of every row, to read growth at a glance. */
+function costTable(results: WorkloadResult[]): string[] {
+  const lines = [
+    "### Cost by size",
+    "",
+    "| workload | contender | req/s | server CPU µs/req |",
+    "|---|---|---:|---:|",
+  ];
+  for (const w of results) {
+    if (w.skipped || w.error) {
+      lines.push(`| ${w.title} | | | ${w.skipped ? `skipped: ${w.skipped}` : "error"} |`);
+      continue;
+    }
+    for (const c of w.contenders) {
+      lines.push(`| ${w.title} | ${c.name} | ${fmt(c.rps)} | ${us(c.cpuUsPerRequest)} |`);
+    }
+  }
+  return lines;
 }
