@@ -63,6 +63,8 @@ export function grpcContender(spec: {
   expectedBooks: number;
   /** Shared between the contenders of one workload to compare their message bytes. */
   samples: Map<string, GrpcSample>;
+  /** A log message announcing that a supervised gRPC listener process died and was restarted. */
+  restartMarker?: string;
 }): Contender {
   const { ctx } = spec;
   let rate = 0;
@@ -87,6 +89,10 @@ export function grpcContender(spec: {
     await new Promise((r) => setTimeout(r, CRASH_GRACE_MS));
     const died = !service.alive();
     if (died) crashes.push(`${when}: ${service.diagnosis().slice(0, 300)}`);
+    const restarts = spec.restartMarker ? service.markerCount(spec.restartMarker) : 0;
+    for (let i = 0; i < restarts; i++) {
+      crashes.push(`${when}: the log says "${spec.restartMarker}"`);
+    }
     const code = await service.stop();
     if (!died && code !== 0) {
       crashes.push(`on SIGTERM ${when}: ${service.diagnosis().slice(0, 300)}`);
@@ -171,7 +177,7 @@ export function grpcContender(spec: {
         }
       }
       if (crashes.length > 0) {
-        notes.push(`server process died ${crashes.length} times: ${crashes[0]}`);
+        notes.push(`the gRPC server died ${crashes.length} times: ${crashes[0]}`);
       }
       return Promise.resolve({
         peakRssMiB: NaN,

@@ -25,7 +25,13 @@ export async function startFlags(root: string, writable: string): Promise<string
  */
 export async function startOurs(
   place: Place,
-  options: { kvDir: string; booksFile?: string | undefined; name?: string },
+  options: {
+    kvDir: string;
+    booksFile?: string | undefined;
+    name?: string;
+    /** Strings to count in its log (see Service.markerCount). */
+    markers?: string[];
+  },
 ): Promise<Service> {
   const flags = await startFlags(place.root, options.kvDir);
   const env: Record<string, string> = {
@@ -42,6 +48,7 @@ export async function startOurs(
     env,
     cwd: place.root,
     cpus: place.serverCpus,
+    markers: options.markers,
   });
 }
 

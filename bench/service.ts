@@ -1,3 +1,4 @@
+import { cpuSeconds, peakRssMiB } from "./proc.ts";
 import { pinned } from "./tools.ts";
 
 /** A server or peer started by the bench as its own process. */
@@ -10,6 +11,8 @@ export interface Service {
   peakRssMiB(): Promise<number>;
   /** Lines written to stdout so far (the server's JSON log: one access-log line per request). */
   stdoutLines(): number;
+  /** How often each of the spec's `markers` appeared on stdout so far. */
+  markerCount(marker: string): number;
   /** The first few KiB of output, for error messages. */
   head(): string;
   /** CPU time (user + system, all threads) the process used so far, in seconds. */
@@ -30,6 +33,8 @@ export interface ServiceSpec {
   cwd?: string;
   cpus?: string | undefined;
   timeoutMs?: number;
+  /** Strings to count on stdout, e.g. a log message announcing a crashed helper process. */
+  markers?: string[];
 }
 
 const HEAD_LIMIT = 16 * 1024;
@@ -52,12 +57,16 @@ export async function startService(spec: ServiceSpec): Promise<Service> {
   let head = "";
   let errors = "";
   let lines = 0;
+  const markers = new Map((spec.markers ?? []).map((m) => [m, 0]));
+  let carry = "";
   let listening: Record<string, unknown> | undefined;
   const decoder = new TextDecoder();
+  const markerDecoder = new TextDecoder();
   const pump = async (stream: ReadableStream<Uint8Array>, isStdout: boolean) => {
     for await (const chunk of stream) {
       if (isStdout) {
         for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+        if (markers.size > 0) carry = countMarkers(carry + markerDecoder.decode(chunk), markers);
       }
       if (!isStdout && errors.length < HEAD_LIMIT) errors += decoder.decode(chunk);
       if (head.length < HEAD_LIMIT) {
@@ -86,6 +95,7 @@ export async function startService(spec: ServiceSpec): Promise<Service> {
     listening: found,
     peakRssMiB: () => peakRssMiB(child.pid),
     stdoutLines: () => lines,
+    markerCount: (marker) => markers.get(marker) ?? 0,
     head: () => head,
     alive: () => exited === undefined,
     cpuSeconds: () => cpuSeconds(child.pid),
@@ -122,26 +132,14 @@ function findListening(text: string): Record<string, unknown> | undefined {
   return undefined;
 }
 
-const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ; 100 on Linux for every common architecture
-
-/** User + system CPU seconds of a process (/proc/<pid>/stat), or NaN when unavailable. */
-export async function cpuSeconds(pid: number | "self"): Promise<number> {
-  try {
-    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return NaN;
+/** Counts markers in `text`; returns its tail, which may hold the start of a split marker. */
+function countMarkers(text: string, markers: Map<string, number>): string {
+  let longest = 0;
+  for (const [marker, n] of markers) {
+    markers.set(marker, n + text.split(marker).length - 1);
+    longest = Math.max(longest, marker.length);
   }
-}
-
-/** VmHWM (peak RSS) of a process in MiB. */
-export async function peakRssMiB(pid: number): Promise<number> {
-  try {
-    const status = await Deno.readTextFile(`/proc/${pid}/status`);
-    const match = /^VmHWM:\s+(\d+) kB/m.exec(status);
-    return match ? Number(match[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
+  const tail = text.slice(-(longest - 1));
+  // A marker wholly inside the tail was counted already; only a proper prefix may carry over.
+  return [...markers.keys()].some((m) => tail.includes(m)) ? "" : tail;
 }

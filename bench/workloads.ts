@@ -18,6 +18,9 @@ export const YOGA = "graphql-yoga";
 export const GRPC_JS = "@grpc/grpc-js (Node)";
 export const NAIVE = "naive KV loop, 64 workers";
 
+/** What the server logs when its supervised gRPC listener process died and is restarted. */
+const GRPC_RESTART = "grpc listener died";
+
 const HTTP_CHECK = "every response: status and exact body size (wrk Lua hook)";
 
 /** The workloads of `deno task bench`, built from what the server answered in the probe. */
@@ -166,7 +169,17 @@ export async function buildWorkloads(
       "grpc-status OK and the full catalogue on 200 calls with @grpc/grpc-js after each " +
       "round; a server process that dies is a failure",
     contenders: [
-      grpcContender({ ...grpcSpec, name: "ours", role: "ours", start: ours }),
+      grpcContender({
+        ...grpcSpec,
+        name: "ours",
+        role: "ours",
+        start: async () =>
+          startOurs(place, {
+            kvDir: await Deno.makeTempDir({ dir: ctx.tmp, prefix: "kv-" }),
+            markers: [GRPC_RESTART],
+          }),
+        restartMarker: GRPC_RESTART,
+      }),
       grpcContender({
         ...grpcSpec,
         name: GRPC_JS,
