@@ -1,5 +1,6 @@
 import type { BenchOptions } from "./options.ts";
 import { fmt, type WorkloadResult } from "./runner.ts";
+import { median } from "./stats.ts";
 import type { Tools } from "./tools.ts";
 
 /** The machine and settings a run was measured on. */
@@ -120,6 +121,16 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
       summary.push(
         `| ${w.title} | ${t.against} | ${t.ratio === undefined ? "-" : t.ratio.toFixed(2)}× | ` +
           `≥ ${t.min}× | ${t.met ? "met" : "MISSED"} |`,
+      );
+    }
+    // A peer against the ceiling, for information (e.g. graphql-yoga ÷ raw Deno.serve).
+    const ceiling = w.contenders.find((c) => c.role === "ceiling");
+    for (const peer of w.contenders.filter((c) => c.role === "peer" && ceiling)) {
+      const ratio = median(peer.rounds.map((m, i) => m.rps / (ceiling!.rounds[i]?.rps ?? NaN)));
+      summary.push(
+        `| ${w.title} | (${peer.name} ÷ ${ceiling!.name}) | ${
+          Number.isFinite(ratio) ? ratio.toFixed(2) : "-"
+        }× | | information |`,
       );
     }
   }
