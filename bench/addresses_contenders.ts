@@ -2,6 +2,7 @@ import type { BenchContext } from "./contenders.ts";
 import { httpUrlOf, startOurs } from "./ours.ts";
 import type { Contender, Measurement } from "./runner.ts";
 import { pinned } from "./tools.ts";
+import type { Service } from "./service.ts";
 import { runWrk } from "./wrk.ts";
 
 /** The address every creation sends. */
@@ -44,6 +45,8 @@ export function postAddressesContender(
   options: { bodyFile: string; lengths: number[] },
 ): Contender {
   const place = { root: ctx.root, serverCpus: ctx.tools.serverCpus };
+  // Servers of the current round, stopped by finish() when an error cut the round short.
+  const live = new Set<Service>();
   return {
     name: "ours",
     role: "ours",
@@ -51,6 +54,7 @@ export function postAddressesContender(
     async measure(round): Promise<Measurement> {
       const dir = await Deno.makeTempDir({ dir: ctx.tmp, prefix: `post-${round}-` });
       const server = await startOurs(place, { kvDir: dir });
+      live.add(server);
       const url = `${httpUrlOf(server)}/addresses`;
       const load = {
         url,
@@ -67,9 +71,12 @@ export function postAddressesContender(
       const cpuUsPerRequest = (await server.cpuSeconds() - cpu) * 1e6 / r.requests;
       const peakRssMiB = await server.peakRssMiB();
       await server.stop("SIGKILL");
+      live.delete(server);
       const again = await startOurs(place, { kvDir: dir, name: "ours (restarted)" });
+      live.add(again);
       const stored = await listedIds(httpUrlOf(again));
       await again.stop();
+      live.delete(again);
       const answered = [...await readIds(`${dir}/warm.ids`), ...await readIds(`${dir}/run.ids`)];
       const duplicates = answered.length - new Set(answered).size;
       const missing = answered.filter((id) => !stored.has(id)).length;
@@ -91,7 +98,10 @@ export function postAddressesContender(
         ],
       };
     },
-    finish: () => Promise.resolve({ peakRssMiB: NaN }),
+    async finish() {
+      for (const service of live) await service.stop("SIGKILL");
+      return { peakRssMiB: NaN };
+    },
   };
 }
 

@@ -74,8 +74,9 @@ export function httpContender(spec: {
       };
     },
     async finish(): Promise<Finish> {
-      const peakRssMiB = await service!.peakRssMiB();
-      await service!.stop();
+      if (!service) return { peakRssMiB: NaN, notes };
+      const peakRssMiB = await service.peakRssMiB();
+      await service.stop();
       return { peakRssMiB, notes };
     },
   };

@@ -74,8 +74,12 @@ export function grpcContender(spec: {
   const notes: string[] = [];
   const clients = Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
 
+  // Every process this contender started and has not stopped: finish() stops what an error left.
+  const live = new Set<Service>();
+
   async function server(): Promise<{ service: Service; url: string }> {
     const service = await spec.start();
+    live.add(service);
     const url = service.listening.grpc;
     if (typeof url !== "string") {
       await service.stop();
@@ -94,6 +98,7 @@ export function grpcContender(spec: {
       crashes.push(`${when}: the log says "${spec.restartMarker}"`);
     }
     const code = await service.stop();
+    live.delete(service);
     if (!died && code !== 0) {
       crashes.push(`on SIGTERM ${when}: ${service.diagnosis().slice(0, 300)}`);
     }
@@ -167,7 +172,8 @@ export function grpcContender(spec: {
       if (r.failures === 0 && r.rps > 0) rate = r.rps;
       return { ...r, failures: r.failures + bad, peakRssMiB, cpuUsPerRequest };
     },
-    finish(): Promise<Finish> {
+    async finish(): Promise<Finish> {
+      for (const service of live) await service.stop("SIGKILL");
       const mine = spec.samples.get(spec.name);
       for (const [other, s] of spec.samples) {
         if (other !== spec.name && mine && s.sha256 !== mine.sha256) {
@@ -179,11 +185,7 @@ export function grpcContender(spec: {
       if (crashes.length > 0) {
         notes.push(`the gRPC server died ${crashes.length} times: ${crashes[0]}`);
       }
-      return Promise.resolve({
-        peakRssMiB: NaN,
-        failures: crashes.length + calibrationFailures,
-        notes,
-      });
+      return { peakRssMiB: NaN, failures: crashes.length + calibrationFailures, notes };
     },
   };
 }
