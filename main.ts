@@ -1,10 +1,9 @@
-import { dirname } from "node:path";
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
-import { type Book, CatalogueSchema } from "./lib/schemas.ts";
 import { createApp } from "./routes/app.ts";
 import { type GrpcListener, startGrpcListener } from "./rpc/grpc_listener.ts";
-import { withKvRetry } from "./store/kv_retry.ts";
+import { startSupervisedGrpc } from "./rpc/grpc_supervisor.ts";
+import { DEFAULT_BOOKS, openKv, readCatalogue } from "./store/open.ts";
 import { openStore } from "./store/store.ts";
 
 /** A started server: its bound URLs and a graceful stop. */
@@ -15,35 +14,6 @@ export interface RunningServer {
   grpcUrl: string | undefined;
   /** Stops accepting, finishes in-flight requests, closes KV. Safe to call twice. */
   shutdown(): Promise<void>;
-}
-
-const DEFAULT_BOOKS = new URL("./store/books.json", import.meta.url);
-
-/** Reads and validates the seed catalogue. */
-export async function readCatalogue(path: string | URL): Promise<Book[]> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await Deno.readTextFile(path));
-  } catch (error) {
-    throw new ConfigError(`invalid BOOKS_FILE=${String(path)}: ${(error as Error).message}`);
-  }
-  const parsed = CatalogueSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(
-      `invalid BOOKS_FILE=${String(path)}: ${issue.path.join(".")} ${issue.message}`,
-    );
-  }
-  return parsed.data.toSorted((a, b) => a.id - b.id);
-}
-
-/** Opens KV at a file path (creating its directory), `:memory:`, or a KV Connect URL. */
-export async function openKv(path: string): Promise<Deno.Kv> {
-  if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
-    await Deno.mkdir(dirname(path), { recursive: true });
-  }
-  // A second process opening the same file can briefly see "database is locked".
-  return await withKvRetry(() => Deno.openKv(path));
 }
 
 function urlOf(addr: Deno.NetAddr): string {
@@ -80,20 +50,25 @@ export async function startServer(
     onListen: () => {},
   }, app.fetch);
   const httpUrl = urlOf(http.addr);
-  let grpc: GrpcListener | undefined;
+  let grpc: Pick<GrpcListener, "url" | "shutdown"> | undefined;
   if (config.grpcPort !== "off") {
     try {
-      grpc = await startGrpcListener(
-        { port: config.grpcPort, host: config.host, tls: config.grpcTls },
-        { books: store.books, logger },
-      );
+      const listen = { port: config.grpcPort, host: config.host, tls: config.grpcTls };
+      grpc = config.grpcIsolation === "process"
+        ? await startSupervisedGrpc({
+          ...listen,
+          kvPath: config.kvPath,
+          booksFile: config.booksFile,
+          logLevel: config.logLevel,
+        }, logger)
+        : await startGrpcListener(listen, { books: store.books, logger });
     } catch (error) {
       await http.shutdown();
       kv.close();
       throw error;
     }
   }
-  logger.info("listening", {
+  logger.always("listening", {
     http: httpUrl,
     grpc: grpc?.url,
     kv: config.kvPath.startsWith("http") ? "remote" : config.kvPath,
@@ -105,7 +80,7 @@ export async function startServer(
       shuttingDown = true;
       await Promise.all([http.shutdown(), grpc?.shutdown()]);
       kv.close();
-      logger.info("stopped");
+      logger.always("stopped");
       logger.flush();
     })();
     return stopping;

@@ -9,6 +9,7 @@ const positiveInt = z.string().regex(/^[1-9][0-9]{0,8}$/, "must be a positive in
 const ConfigSchema = z.object({
   PORT: port.default(8000),
   GRPC_PORT: z.union([z.literal("off"), port]).default(50051),
+  GRPC_ISOLATION: z.enum(["process", "inline"], "must be process or inline").default("process"),
   GRPC_TLS_CERT: z.string().min(1).optional(),
   GRPC_TLS_KEY: z.string().min(1).optional(),
   HOST: z.string().min(1).default("0.0.0.0"),
@@ -30,6 +31,8 @@ const ConfigSchema = z.object({
 export interface Config {
   port: number;
   grpcPort: number | "off";
+  /** `process`: the gRPC listener runs in a supervised child process; `inline`: in this one. */
+  grpcIsolation: "process" | "inline";
   /** PEM certificate and key files: the gRPC listener serves TLS (h2 via ALPN) when set. */
   grpcTls: { certFile: string; keyFile: string } | undefined;
   host: string;
@@ -78,6 +81,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return {
     port: c.PORT,
     grpcPort: c.GRPC_PORT,
+    grpcIsolation: c.GRPC_ISOLATION,
     grpcTls: c.GRPC_TLS_CERT && c.GRPC_TLS_KEY
       ? { certFile: c.GRPC_TLS_CERT, keyFile: c.GRPC_TLS_KEY }
       : undefined,

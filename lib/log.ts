@@ -9,6 +9,10 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** Logs at `info` whatever the level, unless `silent`: start-up and shutdown lines. */
+  always(msg: string, fields?: Record<string, unknown>): void;
+  /** Passes on a line another process already formatted (the gRPC child's log). */
+  line(text: string): void;
   /** Writes anything still buffered. */
   flush(): void;
 }
@@ -38,8 +42,16 @@ export function createLogger(
     write(text);
   }
 
-  function emit(level: LogLevel, msg: string, fields?: Record<string, unknown>) {
-    if (RANK[level] < min) return;
+  function push(text: string) {
+    buffer.push(text);
+    if (!scheduled) {
+      scheduled = true;
+      setTimeout(flush, 0);
+    }
+  }
+
+  function emit(level: LogLevel, msg: string, fields?: Record<string, unknown>, force = false) {
+    if (RANK[level] < min && !(force && min < RANK.silent)) return;
     const now = Date.now();
     if (now !== lastMs) {
       lastMs = now;
@@ -49,11 +61,7 @@ export function createLogger(
     // a new object on every request: its own JSON is spliced in after `msg`.
     const rest = fields === undefined ? "{}" : JSON.stringify(fields);
     const head = `{"time":"${lastIso}","level":"${level}","msg":${JSON.stringify(msg)}`;
-    buffer.push(rest.length > 2 ? `${head},${rest.slice(1)}\n` : `${head}}\n`);
-    if (!scheduled) {
-      scheduled = true;
-      setTimeout(flush, 0);
-    }
+    push(rest.length > 2 ? `${head},${rest.slice(1)}\n` : `${head}}\n`);
   }
 
   return {
@@ -61,6 +69,8 @@ export function createLogger(
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
+    always: (m, f) => emit("info", m, f, true),
+    line: (text) => push(text.endsWith("\n") ? text : `${text}\n`),
     flush,
   };
 }

@@ -44,7 +44,7 @@ function callBooks(client: any): Promise<{ book: unknown[] }> {
 /**
  * A Node.js HTTP/2 client (a separate runtime on purpose: Deno 2.9.6's node:http2 client can
  * crash when it receives a GOAWAY, denoland/deno#36788). It opens a call and keeps its request
- * open, prints "ready", and once the server's GOAWAY arrives finishes the call and tries a new
+ * open, prints "ready" once the server has it, and once the server's GOAWAY arrives finishes the call and tries a new
  * stream; then it prints what happened as JSON.
  */
 const GOAWAY_CLIENT = `
@@ -77,7 +77,9 @@ call.on("close", () => {
   console.log(JSON.stringify(result));
   session.close();
 });
-call.write(Buffer.from([0, 0, 0, 0, 0]), () => console.log("ready"));
+// A PING is answered after the frames sent before it were processed, so once its ack is back
+// the server holds the open call (the write callback alone only means the bytes left).
+call.write(Buffer.from([0, 0, 0, 0, 0]), () => session.ping(() => console.log("ready")));
 `;
 
 Deno.test("graceful shutdown: GOAWAY, the in-flight call finishes, no new calls", async () => {

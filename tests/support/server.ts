@@ -55,7 +55,15 @@ const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 /** Spawns the server as a separate process and waits for its `listening` log line. */
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", MAIN],
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      MAIN,
+    ],
     env: { PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", ...env },
     stdout: "piped",
     stderr: "piped",

@@ -1,0 +1,156 @@
+import { dirname } from "node:path";
+import { ConfigError } from "../lib/config.ts";
+import type { Logger } from "../lib/log.ts";
+import { sleep } from "../store/kv_retry.ts";
+import { CHILD_CONFIG_ENV, type GrpcChildConfig } from "./grpc_child.ts";
+
+/** The gRPC listener running in its own, supervised process. */
+export interface SupervisedGrpc {
+  /** Base URL; stays the same across restarts. */
+  url: string;
+  /** Graceful stop of the child (GOAWAY, in-flight calls finish); no restart afterwards. */
+  shutdown(): Promise<void>;
+}
+
+const CHILD = new URL("./grpc_child.ts", import.meta.url).pathname;
+const DENO_JSON = new URL("../deno.json", import.meta.url).pathname;
+const STOP_TIMEOUT_MS = 15_000;
+const MAX_RESTART_DELAY_MS = 5_000;
+const HEALTHY_AFTER_MS = 30_000;
+
+interface Child {
+  process: Deno.ChildProcess;
+  ready: Promise<string>;
+  exited: Promise<Deno.CommandStatus>;
+}
+
+function spawnChild(config: GrpcChildConfig, logger: Logger): Child {
+  const isFile = config.kvPath !== ":memory:" && !/^https?:\/\//.test(config.kvPath);
+  const process = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--config",
+      DENO_JSON,
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      ...(isFile ? [`--allow-write=${dirname(config.kvPath)}`] : []),
+      CHILD,
+    ],
+    env: { [CHILD_CONFIG_ENV]: JSON.stringify(config) },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+
+  let stderr = "";
+  let resolveReady!: (url: string) => void;
+  const ready = new Promise<string>((resolve) => (resolveReady = resolve));
+  const pumpStdout = (async () => {
+    let pending = "";
+    for await (const text of process.stdout.pipeThrough(new TextDecoderStream())) {
+      pending += text;
+      const lines = pending.split("\n");
+      pending = lines.pop()!;
+      for (const line of lines) {
+        if (!line) continue;
+        if (line.includes('"msg":"grpc listening"')) resolveReady(JSON.parse(line).grpc);
+        logger.line(line);
+      }
+    }
+  })();
+  const pumpStderr = (async () => {
+    for await (const text of process.stderr.pipeThrough(new TextDecoderStream())) {
+      stderr = (stderr + text).slice(-4000);
+    }
+  })();
+  const exited = (async () => {
+    const status = await process.status;
+    await Promise.allSettled([pumpStdout, pumpStderr]);
+    if (stderr.trim()) logger.warn("grpc listener stderr", { text: stderr.trim().slice(-1000) });
+    return status;
+  })();
+  const failed = exited.then((status): never => {
+    const last = stderr.trim().split("\n").pop() ?? "";
+    if (status.code === 2) throw new ConfigError(last);
+    throw new Error(`the gRPC listener exited (code ${status.code}) before listening: ${last}`);
+  });
+  return { process, ready: Promise.race([ready, failed]), exited };
+}
+
+async function stopChild(child: Child): Promise<void> {
+  try {
+    child.process.kill("SIGTERM");
+  } catch { /* already gone */ }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<"timeout">((
+    r,
+  ) => (timer = setTimeout(() => r("timeout"), STOP_TIMEOUT_MS)));
+  if (await Promise.race([child.exited, timeout]) === "timeout") {
+    try {
+      child.process.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.exited;
+  }
+  clearTimeout(timer);
+  await child.process.stdin.close().catch(() => {});
+}
+
+/**
+ * Runs the gRPC listener in a child process and restarts it when it dies.
+ *
+ * Deno 2.9.6's node:http2 server can abort the whole process inside nghttp2 when clients close
+ * connections (denoland/deno#36788); in-process, that would take the REST and GraphQL port
+ * down with it. In its own process a crash costs only the gRPC connections of that moment: the
+ * child is restarted on the same port, and the HTTP port never notices.
+ */
+export async function startSupervisedGrpc(
+  config: GrpcChildConfig,
+  logger: Logger,
+): Promise<SupervisedGrpc> {
+  let current = spawnChild(config, logger);
+  let url: string;
+  try {
+    url = await current.ready;
+  } catch (error) {
+    await stopChild(current);
+    throw error;
+  }
+  const fixed = { ...config, port: Number(new URL(url).port) };
+  let stopping = false;
+
+  async function supervise(): Promise<void> {
+    let failures = 0;
+    while (!stopping) {
+      const started = Date.now();
+      const status = await current.exited;
+      if (stopping) return;
+      if (Date.now() - started > HEALTHY_AFTER_MS) failures = 0;
+      const delay = Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** failures++);
+      logger.error("grpc listener died; restarting", {
+        code: status.code,
+        signal: status.signal,
+        restartInMs: delay,
+      });
+      await sleep(delay);
+      if (stopping) return;
+      current = spawnChild(fixed, logger);
+      try {
+        await current.ready;
+        logger.info("grpc listener restarted", { grpc: url });
+      } catch (error) {
+        logger.error("grpc listener restart failed", { error: String(error) });
+      }
+    }
+  }
+  const supervising = supervise();
+
+  return {
+    url,
+    shutdown: async () => {
+      stopping = true;
+      await stopChild(current);
+      await supervising;
+    },
+  };
+}

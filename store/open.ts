@@ -1,0 +1,34 @@
+import { dirname } from "node:path";
+import { ConfigError } from "../lib/config.ts";
+import { type Book, CatalogueSchema } from "../lib/schemas.ts";
+import { withKvRetry } from "./kv_retry.ts";
+
+/** The shipped catalogue, seeded when `BOOKS_FILE` is not set. */
+export const DEFAULT_BOOKS = new URL("./books.json", import.meta.url);
+
+/** Reads and validates the seed catalogue. */
+export async function readCatalogue(path: string | URL): Promise<Book[]> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await Deno.readTextFile(path));
+  } catch (error) {
+    throw new ConfigError(`invalid BOOKS_FILE=${String(path)}: ${(error as Error).message}`);
+  }
+  const parsed = CatalogueSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(
+      `invalid BOOKS_FILE=${String(path)}: ${issue.path.join(".")} ${issue.message}`,
+    );
+  }
+  return parsed.data.toSorted((a, b) => a.id - b.id);
+}
+
+/** Opens KV at a file path (creating its directory), `:memory:`, or a KV Connect URL. */
+export async function openKv(path: string): Promise<Deno.Kv> {
+  if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
+    await Deno.mkdir(dirname(path), { recursive: true });
+  }
+  // A second process opening the same file can briefly see "database is locked".
+  return await withKvRetry(() => Deno.openKv(path));
+}
