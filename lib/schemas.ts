@@ -74,6 +74,11 @@ export const ErrorBodySchema = z.object({
   })),
 }).openapi("Errors");
 
+/** An OpenAPI response entry whose body is the detailed error body. */
+export function errorResponse(description: string) {
+  return { description, content: { "application/json": { schema: ErrorBodySchema } } };
+}
+
 /** Address as stored, without its id. */
 export type AddressInput = z.infer<typeof AddressInputSchema>;
 /** A stored address. */

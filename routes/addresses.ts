@@ -5,17 +5,12 @@ import {
   AddressListQuerySchema,
   AddressPageSchema,
   AddressSchema,
-  ErrorBodySchema,
+  errorResponse,
   IdParamSchema,
 } from "../lib/schemas.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses.ts";
 import { type AppEnv, preEncoded } from "./env.ts";
 import { negotiateJson } from "./negotiate.ts";
-
-const errorResponse = (description: string) => ({
-  description,
-  content: { "application/json": { schema: ErrorBodySchema } },
-});
 
 const jsonBody = {
   required: true,

@@ -1,15 +1,10 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
-import { BookSchema, ErrorBodySchema, IdParamSchema } from "../lib/schemas.ts";
+import { BookSchema, errorResponse, IdParamSchema } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
 import { type AppEnv, preEncoded } from "./env.ts";
 import { negotiateJson } from "./negotiate.ts";
-
-const errorResponse = (description: string) => ({
-  description,
-  content: { "application/json": { schema: ErrorBodySchema } },
-});
 
 const listBooks = createRoute({
   method: "get",

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
-import { ErrorBodySchema } from "../lib/schemas.ts";
+import { errorResponse } from "../lib/schemas.ts";
 import type { Store } from "../store/store.ts";
 import type { AppEnv } from "./env.ts";
 
@@ -21,10 +21,7 @@ const readyz = createRoute({
   summary: "Readiness: KV reachable, catalogue seeded, not shutting down",
   responses: {
     200: { description: "Ready", content: { "application/json": { schema: StatusSchema } } },
-    503: {
-      description: "`service-unavailable`",
-      content: { "application/json": { schema: ErrorBodySchema } },
-    },
+    503: errorResponse("`service-unavailable`"),
   },
 });
 
