@@ -29,7 +29,7 @@ const answers = new Map(
 );
 
 function respond(
-  answer: { body: Uint8Array; headers: Record<string, string>; requestId: boolean },
+  answer: { body: Uint8Array<ArrayBuffer>; headers: Record<string, string>; requestId: boolean },
 ) {
   const headers = answer.requestId
     ? { ...answer.headers, "x-request-id": crypto.randomUUID() }
