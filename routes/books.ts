@@ -1,4 +1,5 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import { BookSchema, errorResponse, IdParamSchema } from "../lib/schemas.ts";
@@ -30,13 +31,15 @@ const getBook = createRoute({
   },
 });
 
+function jsonHeaders(c: Context<AppEnv>, type: string): Record<string, string> {
+  return { "content-type": type, "vary": "Accept", "x-request-id": c.get("requestId") };
+}
+
 /** REST routes of the book catalogue. Bodies are pre-encoded by the store. */
 export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(listBooks, (c) => {
     const type = negotiateJson(c.req.header("accept"));
-    return preEncoded(
-      new Response(books.listJson(), { headers: { "content-type": type, "vary": "Accept" } }),
-    );
+    return preEncoded(new Response(books.listJson(), { headers: jsonHeaders(c, type) }));
   });
 
   app.openapi(getBook, (c) => {
@@ -44,8 +47,6 @@ export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
     const type = negotiateJson(c.req.header("accept"));
     const json = books.getJson(id);
     if (json === undefined) throw new AppError("book-not-found", `No book has id ${id}.`);
-    return preEncoded(
-      new Response(json, { headers: { "content-type": type, "vary": "Accept" } }),
-    );
+    return preEncoded(new Response(json, { headers: jsonHeaders(c, type) }));
   });
 }
