@@ -1,5 +1,5 @@
 import { AppError } from "../lib/errors.ts";
-import { readLimited } from "../routes/middleware.ts";
+import { readBodyLimited } from "../routes/middleware.ts";
 
 /** The response media types of GraphQL-over-HTTP. */
 export type GraphqlMediaType = "application/json" | "application/graphql-response+json";
@@ -152,13 +152,7 @@ export function exceedsUtf8Bytes(text: string, max: number): boolean {
  * where they matter; a strict decoder would cost every request a second pass.
  */
 export async function readBodyText(request: Request, limit: number): Promise<string> {
-  const declared = request.headers.get("content-length");
-  if (declared === null) return utf8.decode(await readLimited(request.body, limit));
-  if (Number(declared) > limit) {
-    throw new AppError("payload-too-large", `The request body is larger than ${limit} bytes.`);
-  }
-  // The HTTP server enforces Content-Length framing, so the body cannot be longer.
-  return await request.text();
+  return utf8.decode(await readBodyLimited(request, limit));
 }
 
 const utf8 = new TextDecoder();

@@ -3,6 +3,7 @@ import type { Hono } from "hono";
 import { type GraphqlConfig, loadConfig } from "../lib/config.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
+import { allowedMethods } from "../routes/allowed_methods.ts";
 import type { AppEnv } from "../routes/env.ts";
 import type { BookStore } from "../store/books.ts";
 import { graphiqlAssetRoutes, graphiqlPage } from "./graphiql.ts";
@@ -35,9 +36,6 @@ export interface GraphqlDeps {
   cache?: PrepareCacheOptions;
   results?: ResultCacheOptions;
 }
-
-/** Methods of /graphql, as the app's own 405 and OPTIONS handling derive them. */
-const ALLOW = "GET, HEAD, POST, OPTIONS";
 
 /**
  * Serves GraphQL at `/graphql`: operations over POST (GraphQL-over-HTTP), GraphiQL for a browser's
@@ -126,7 +124,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
         new AppError(
           "method-not-allowed",
           "GraphQL operations are accepted over POST only (Content-Type: application/json).",
-          { headers: { allow: ALLOW } },
+          { headers: { allow: allowedMethods(app.routes, "/graphql").join(", ") } },
         ),
         "application/json",
       );

@@ -15,8 +15,7 @@ const ConfigSchema = z.object({
   HOST: z.string().min(1).default("0.0.0.0"),
   KV_PATH: z.string().min(1).default("data/kv.sqlite3"),
   BOOKS_FILE: z.string().min(1).optional(),
-  MAX_BODY_BYTES: z.string().regex(/^[1-9][0-9]{0,8}$/, "must be a positive integer")
-    .transform(Number).default(65536),
+  MAX_BODY_BYTES: positiveInt.default(65536),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
   GRAPHQL_MAX_DOCUMENT_BYTES: positiveInt.default(65536),
   GRAPHQL_MAX_TOKENS: positiveInt.default(2000),

@@ -37,8 +37,19 @@ export function isJsonContentType(value: string | undefined): boolean {
   return value !== undefined && JSON_TYPE.test(value.trim());
 }
 
+/**
+ * Reads a request body, 413 above `limit` bytes: at once when Content-Length says so (the HTTP
+ * server enforces that framing, so such a body is read whole), else while streaming.
+ */
+export async function readBodyLimited(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared === null) return await readLimited(request.body, limit);
+  if (Number(declared) > limit) throw tooLarge(limit);
+  return new Uint8Array(await request.arrayBuffer());
+}
+
 /** Reads a body stream, failing with 413 as soon as it exceeds `limit` bytes. */
-export async function readLimited(body: ReadableStream<Uint8Array> | null, limit: number) {
+async function readLimited(body: ReadableStream<Uint8Array> | null, limit: number) {
   if (body === null) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -84,9 +95,7 @@ export function jsonObjectBody(limit: number): MiddlewareHandler<AppEnv> {
           : "The request has no Content-Type; send application/json.",
       );
     }
-    const declared = Number(c.req.header("content-length") ?? "0");
-    if (declared > limit) throw tooLarge(limit);
-    const bytes = await readLimited(c.req.raw.body, limit);
+    const bytes = await readBodyLimited(c.req.raw, limit);
     let text: string;
     let value: unknown;
     try {
