@@ -1,14 +1,21 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConfigError } from "../lib/config.ts";
 import type { Logger } from "../lib/log.ts";
 import type { BookStore } from "../store/books.ts";
 import { createHealthState, ServingStatus } from "./health_service.ts";
 import { requestIdFrom, requestIdKey } from "./interceptor.ts";
-import { APP_SERVICES, grpcListenerRoutes, handlerOptions, MAX_MESSAGE_BYTES } from "./router.ts";
+import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
+import {
+  APP_SERVICES,
+  appRoutes,
+  grpcListenerRoutes,
+  handlerOptions,
+  MAX_MESSAGE_BYTES,
+} from "./router.ts";
 import { unknownMethod } from "./unknown_method.ts";
 
 /** Where and how the gRPC listener binds. */
@@ -52,9 +59,10 @@ export async function startGrpcListener(
   const { logger } = deps;
   const health = createHealthState(APP_SERVICES.map((s) => s.typeName));
   const stopStreams = new AbortController();
+  const options = handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal });
   const adapter = connectNodeAdapter({
     routes: grpcListenerRoutes({ books: deps.books, health }),
-    ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
+    ...options,
     contextValues: (req) =>
       createContextValues().set(
         requestIdKey,
@@ -78,15 +86,23 @@ export async function startGrpcListener(
     });
     adapter(req, res);
   };
-  const options: http2.ServerOptions = {
+  const serverOptions: http2.ServerOptions = {
     settings: {
       maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
       maxHeaderListSize: MAX_HEADER_LIST_BYTES,
     },
   };
   const server = config.tls
-    ? await createTlsServer(config.tls, options, handler)
-    : http2.createServer(options, handler);
+    ? await createTlsServer(config.tls, serverOptions, handler)
+    : http2.createServer(serverOptions, handler);
+  const booksRouter = createConnectRouter(options);
+  appRoutes(deps.books)(booksRouter);
+  const fallback = booksRouter.handlers.find((h) => h.requestPath === BOOKS_PATH);
+  if (!fallback) throw new Error(`no handler for ${BOOKS_PATH}`);
+  streamsFirstTo(
+    server,
+    booksFastPath({ books: deps.books, logger, fallback, drain: drainRequest }),
+  );
 
   const sessions = new Set<http2.ServerHttp2Session>();
   const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
@@ -167,7 +183,30 @@ async function createTlsServer(
   }
 }
 
-function drainRequest(stream: http2.ServerHttp2Stream): void {
+/**
+ * Puts `take` in front of the compatibility API: a stream it takes never gets the request and
+ * response wrappers. node:http2 installs the wrappers as the server's one `stream` listener
+ * when a `request` handler is added; it is kept and called for every stream `take` refuses.
+ */
+function streamsFirstTo(
+  server: http2.Http2Server | http2.Http2SecureServer,
+  take: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean,
+): void {
+  const listeners = server.listeners("stream");
+  if (listeners.length !== 1) {
+    throw new Error(
+      `expected node:http2's one compatibility stream listener, found ${listeners.length}`,
+    );
+  }
+  const compat = listeners[0] as (...args: unknown[]) => void;
+  server.removeAllListeners("stream");
+  server.on("stream", (stream: http2.ServerHttp2Stream, headers, ...rest: unknown[]) => {
+    if (!take(stream, headers)) compat.call(server, stream, headers, ...rest);
+  });
+}
+
+/** Reads and drops what is left of a request body, within limits (see the listener). */
+export function drainRequest(stream: http2.ServerHttp2Stream): void {
   let drained = 0;
   const cleanup = () => {
     clearTimeout(timer);

@@ -1,0 +1,124 @@
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import http2 from "node:http2";
+import { toBinary } from "@bufbuild/protobuf";
+import { createLogger } from "../lib/log.ts";
+import { booksResponse } from "../rpc/books_service.ts";
+import { BooksResponseSchema } from "../rpc/gen/books/v1/books_pb.ts";
+import { startGrpcListener } from "../rpc/grpc_listener.ts";
+import { createBookStore } from "../store/books.ts";
+import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
+
+interface Answer {
+  headers: http2.IncomingHttpHeaders;
+  trailers: http2.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+function call(
+  session: http2.ClientHttp2Session,
+  body: Uint8Array,
+  extra: Record<string, string> = {},
+): Promise<Answer> {
+  const req = session.request({
+    ":method": "POST",
+    ":path": "/books.v1.BooksService/books",
+    "content-type": "application/grpc",
+    te: "trailers",
+    ...extra,
+  });
+  const answer: Answer = { headers: {}, trailers: {}, body: Buffer.alloc(0) };
+  const chunks: Buffer[] = [];
+  req.on("response", (h) => (answer.headers = h));
+  req.on("trailers", (t) => (answer.trailers = t));
+  req.on("data", (chunk: Buffer) => chunks.push(chunk));
+  return new Promise((resolve, reject) => {
+    req.on("end", () => resolve({ ...answer, body: Buffer.concat(chunks) }));
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+function framed(message: Uint8Array): Buffer {
+  const out = Buffer.alloc(5 + message.byteLength);
+  out.writeUInt32BE(message.byteLength, 1);
+  out.set(message, 5);
+  return out;
+}
+
+Deno.test("unary books calls answered on the stream match Connect's answers", async (t) => {
+  const books = createBookStore(await readCatalogue(DEFAULT_BOOKS));
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: "info",
+    write: (text) => {
+      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
+    },
+  });
+  const listener = await startGrpcListener({ port: 0, host: "127.0.0.1" }, { books, logger });
+  // One connection for every step: see docs/grpc.md on Deno's node:http2 and closed connections.
+  const session = http2.connect(listener.url);
+  const expected = framed(toBinary(BooksResponseSchema, booksResponse(books.list())));
+  try {
+    await t.step("an empty request: the whole catalogue, status OK, id and log line", async () => {
+      const answer = await call(session, new Uint8Array(5), { "x-request-id": "fast-1" });
+      assert.equal(answer.headers[":status"], 200);
+      assert.equal(answer.headers["content-type"], "application/grpc+proto");
+      assert.equal(answer.headers["x-request-id"], "fast-1");
+      assert.equal(answer.trailers["grpc-status"], "0");
+      assert.deepEqual(answer.body, expected);
+      logger.flush();
+      const line = logs.find((l) => l.msg === "rpc" && l.requestId === "fast-1");
+      assert.equal(line?.procedure, "books.v1.BooksService/books");
+      assert.equal(line?.code, "ok");
+      assert.equal(typeof line?.durationMs, "number");
+    });
+
+    await t.step("without an id, or with a malformed one, a new id is sent", async () => {
+      const variants: Record<string, string>[] = [{}, { "x-request-id": "bad id with spaces" }];
+      for (const extra of variants) {
+        const answer = await call(session, new Uint8Array(5), extra);
+        assert.match(String(answer.headers["x-request-id"]), /^[0-9a-f-]{36}$/);
+        assert.deepEqual(answer.body, expected);
+      }
+    });
+
+    await t.step("requests the fast path leaves to Connect get the same message", async () => {
+      const cases: [string, Uint8Array, Record<string, string>][] = [
+        ["an unknown field in the request", new Uint8Array([0, 0, 0, 0, 2, 8, 1]), {}],
+        ["a deadline in microseconds", new Uint8Array(5), { "grpc-timeout": "5000000u" }],
+        ["a deadline in seconds", new Uint8Array(5), { "grpc-timeout": "5S" }],
+        ["grpc-encoding identity", new Uint8Array(5), { "grpc-encoding": "identity" }],
+        ["content type +proto", new Uint8Array(5), { "content-type": "application/grpc+proto" }],
+      ];
+      for (const [name, body, extra] of cases) {
+        const answer = await call(session, body, extra);
+        assert.equal(answer.trailers["grpc-status"], "0", name);
+        assert.deepEqual(answer.body, expected, name);
+        assert.ok(answer.headers["x-request-id"], name);
+      }
+    });
+
+    await t.step("bad requests get Connect's own statuses and messages", async () => {
+      const cases: [Uint8Array, Record<string, string>, string, RegExp][] = [
+        [new Uint8Array(0), {}, "12", /missing input message/],
+        [new Uint8Array(10), {}, "12", /extra input message/],
+        [new Uint8Array([1, 0, 0, 0, 0]), {}, "13", /compressed envelope/],
+        [new Uint8Array([0, 0, 0, 0, 9, 1]), {}, "3", /incomplete envelope/],
+        [new Uint8Array(5), { "grpc-timeout": "soon" }, "3", /invalid grpc timeout/],
+      ];
+      for (const [body, extra, status, message] of cases) {
+        const answer = await call(session, body, extra);
+        assert.equal(answer.headers[":status"], 200);
+        assert.equal(answer.trailers["grpc-status"], status, String(message));
+        assert.match(decodeURIComponent(String(answer.trailers["grpc-message"])), message);
+        assert.equal(answer.body.byteLength, 0);
+      }
+      // The connection is still good after every refusal.
+      assert.deepEqual((await call(session, new Uint8Array(5))).body, expected);
+    });
+  } finally {
+    session.close();
+    await listener.shutdown();
+  }
+});
