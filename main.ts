@@ -1,6 +1,7 @@
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
 import { createApp } from "./routes/app.ts";
+import { withHotReads } from "./routes/hot_reads.ts";
 import { type GrpcListener, startGrpcListener } from "./rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "./rpc/grpc_supervisor.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "./store/open.ts";
@@ -48,7 +49,7 @@ export async function startServer(
     port: config.port,
     hostname: config.host,
     onListen: () => {},
-  }, app.fetch);
+  }, withHotReads({ books: store.books, logger }, app.fetch));
   const httpUrl = urlOf(http.addr);
   let grpc: Pick<GrpcListener, "url" | "shutdown"> | undefined;
   if (config.grpcPort !== "off") {

@@ -1,9 +1,8 @@
 import type { MiddlewareHandler } from "hono";
 import { AppError } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
+import { requestIdFrom } from "../lib/request_id.ts";
 import type { AppEnv } from "./env.ts";
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * Sets `X-Request-Id` on every response (the client's when well-formed, else a new UUID) and
@@ -13,8 +12,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
-    const incoming = c.req.header("x-request-id");
-    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+    const requestId = requestIdFrom(c.req.header("x-request-id"));
     c.set("requestId", requestId);
     await next();
     // Hot handlers put the id into the headers they build: changing the headers of a finished

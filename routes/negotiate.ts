@@ -7,7 +7,19 @@ export const VENDOR_JSON = "application/vnd.books.v1+json";
  * Picks the response type for a JSON resource from `Accept`: `application/json` unless the
  * client asks for the vendor type, which is then echoed (spec 9). 406 when neither is acceptable.
  */
-export function negotiateJson(accept: string | undefined): string {
+export function negotiateJson(accept: string | undefined | null): string {
+  const type = acceptableJson(accept);
+  if (type !== undefined) return type;
+  throw new AppError(
+    "not-acceptable",
+    `This resource is available as application/json or ${VENDOR_JSON}; Accept was ${
+      accept?.slice(0, 100)
+    }.`,
+  );
+}
+
+/** The type `negotiateJson` picks, or undefined when `Accept` allows neither. */
+export function acceptableJson(accept: string | undefined | null): string | undefined {
   if (!accept) return "application/json";
   let json = false;
   for (const part of accept.split(",")) {
@@ -22,11 +34,5 @@ export function negotiateJson(accept: string | undefined): string {
       json = true;
     }
   }
-  if (json) return "application/json";
-  throw new AppError(
-    "not-acceptable",
-    `This resource is available as application/json or ${VENDOR_JSON}; Accept was ${
-      accept.slice(0, 100)
-    }.`,
-  );
+  return json ? "application/json" : undefined;
 }

@@ -7,7 +7,8 @@ import type { Logger } from "../lib/log.ts";
 import type { BookStore } from "../store/books.ts";
 import { booksResponse } from "./books_service.ts";
 import { BooksResponseSchema, BooksService } from "./gen/books/v1/books_pb.ts";
-import { requestIdFrom, requestIdKey } from "./interceptor.ts";
+import { requestIdFrom } from "../lib/request_id.ts";
+import { requestIdKey } from "./interceptor.ts";
 import { MAX_MESSAGE_BYTES } from "./router.ts";
 
 /** Path of the one call the fast path answers. */

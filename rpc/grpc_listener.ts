@@ -7,7 +7,8 @@ import { ConfigError } from "../lib/config.ts";
 import type { Logger } from "../lib/log.ts";
 import type { BookStore } from "../store/books.ts";
 import { createHealthState, ServingStatus } from "./health_service.ts";
-import { requestIdFrom, requestIdKey } from "./interceptor.ts";
+import { requestIdFrom } from "../lib/request_id.ts";
+import { requestIdKey } from "./interceptor.ts";
 import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
 import {
   APP_SERVICES,

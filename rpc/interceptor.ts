@@ -1,19 +1,12 @@
 import { Code, type ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "../lib/log.ts";
+import { requestIdFrom } from "../lib/request_id.ts";
 import { toConnectError } from "./errors.ts";
 
 /** The request id of a call, set by whoever accepted the request (listener or Hono route). */
 export const requestIdKey = createContextKey<string | undefined>(undefined, {
   description: "request id",
 });
-
-// The same rule as the REST edge: a client's id is echoed only when it is harmless in logs.
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** The client's `x-request-id` when well-formed, else a new UUID. */
-export function requestIdFrom(header: string | null | undefined): string {
-  return header && REQUEST_ID.test(header) ? header : crypto.randomUUID();
-}
 
 /**
  * The one server interceptor of every RPC: echoes `x-request-id`, renders thrown errors as gRPC

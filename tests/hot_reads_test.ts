@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import { createLogger } from "../lib/log.ts";
+import { createApp } from "../routes/app.ts";
+import { withHotReads } from "../routes/hot_reads.ts";
+import { createBookStore } from "../store/books.ts";
+import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
+import type { Store } from "../store/store.ts";
+
+function catalogueOnly(books: Store["books"]): Store {
+  const unused = () => Promise.reject(new Error("not used by these tests"));
+  return {
+    books,
+    addresses: { create: unused, get: unused, put: unused, delete: unused, list: unused },
+    ping: () => Promise.resolve(),
+  };
+}
+
+interface Seen {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+async function see(url: string, init: RequestInit): Promise<Seen> {
+  const res = await fetch(url, init);
+  const headers = Object.fromEntries(res.headers);
+  // Each side sends its own date and, unless the client sent a usable one, its own request id.
+  delete headers["date"];
+  if (headers["x-request-id"] !== new Headers(init.headers).get("x-request-id")) {
+    assert.match(headers["x-request-id"] ?? "", /^[0-9a-f-]{36}$/, url);
+    delete headers["x-request-id"];
+  }
+  return { status: res.status, headers, body: await res.text() };
+}
+
+Deno.test("the hot catalogue reads answer exactly as the app does", async (t) => {
+  const books = createBookStore(await readCatalogue(DEFAULT_BOOKS));
+  const lines: string[] = [];
+  const logger = createLogger({ write: (text) => lines.push(text) });
+  const app = createApp({ store: catalogueOnly(books), logger, maxBodyBytes: 1024 });
+  const listen = { port: 0, hostname: "127.0.0.1", onListen: () => {} };
+  const plain = Deno.serve(listen, app.fetch);
+  const hot = Deno.serve(listen, withHotReads({ books, logger }, app.fetch));
+  const plainUrl = `http://127.0.0.1:${plain.addr.port}`;
+  const hotUrl = `http://127.0.0.1:${hot.addr.port}`;
+  try {
+    const cases: [string, RequestInit][] = [
+      ["/rest/books", {}],
+      ["/rest/books?page=2", {}],
+      ["/api/book/1", {}],
+      ["/api/book/32", { headers: { accept: "application/vnd.books.v1+json" } }],
+      ["/api/book/3", { headers: { accept: "text/html, application/json;q=0.5" } }],
+      ["/rest/books", { headers: { accept: "application/xml" } }],
+      ["/rest/books", { headers: { accept: "application/json;q=0" } }],
+      ["/api/book/3", { headers: { "x-request-id": "client-chosen-1" } }],
+      ["/api/book/3", { headers: { "x-request-id": "not a valid id" } }],
+      ["/api/book/99999", {}],
+      ["/api/book/03", {}],
+      ["/api/book/0", {}],
+      ["/api/book/1e3", {}],
+      ["/api/book/99999999999999999999", {}],
+      ["/api/book/", {}],
+      ["/rest/books/", {}],
+      ["/rest/books", { method: "HEAD" }],
+      ["/rest/books", { method: "POST", body: "{}" }],
+      ["/api/book/3", { method: "DELETE" }],
+    ];
+    for (const [path, init] of cases) {
+      await t.step(
+        `${init.method ?? "GET"} ${path} ${JSON.stringify(init.headers ?? {})}`,
+        async () => {
+          const expected = await see(`${plainUrl}${path}`, init);
+          const actual = await see(`${hotUrl}${path}`, init);
+          if (typeof expected.body === "string" && expected.body.includes(plainUrl)) {
+            // Error bodies link to the server's own documentation.
+            expected.body = expected.body.replaceAll(plainUrl, hotUrl);
+          }
+          assert.deepEqual(actual, expected);
+        },
+      );
+    }
+
+    await t.step("a hot read writes the same access-log line as the app", async () => {
+      lines.length = 0;
+      await (await fetch(`${hotUrl}/api/book/7?x=1`, { headers: { "x-request-id": "log-1" } }))
+        .body?.cancel();
+      logger.flush();
+      const line = lines.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l))
+        .find((l) => l.requestId === "log-1");
+      assert.deepEqual(
+        { ...line, time: undefined, durationMs: undefined },
+        {
+          time: undefined,
+          level: "info",
+          msg: "request",
+          method: "GET",
+          path: "/api/book/7",
+          status: 200,
+          durationMs: undefined,
+          requestId: "log-1",
+        },
+      );
+      assert.equal(typeof line.durationMs, "number");
+    });
+  } finally {
+    await Promise.all([plain.shutdown(), hot.shutdown()]);
+  }
+});
