@@ -15,9 +15,19 @@ const CONTENT_TYPE: Record<GraphqlMediaType, string> = {
   "application/graphql-response+json": "application/graphql-response+json; charset=utf-8",
 };
 
-/** A successful result whose `{"data":…}` body is already encoded. */
-export function dataResponse(body: Uint8Array<ArrayBuffer>, type: GraphqlMediaType): Response {
-  return new Response(body, { headers: { "content-type": CONTENT_TYPE[type] } });
+/**
+ * A successful result whose `{"data":…}` body is already encoded. The request id is set here:
+ * changing the headers of a finished Response (as the request middleware otherwise does) costs
+ * Deno.serve more than building them with it.
+ */
+export function dataResponse(
+  body: Uint8Array<ArrayBuffer>,
+  type: GraphqlMediaType,
+  requestId: string,
+): Response {
+  return new Response(body, {
+    headers: { "content-type": CONTENT_TYPE[type], "x-request-id": requestId },
+  });
 }
 
 function respond(body: unknown, status: number, type: GraphqlMediaType, extra?: HeadersInit) {

@@ -89,7 +89,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       const catalogue = deps.books.list();
       const key = results.keyOf(params);
       const cached = key === undefined ? undefined : results.get(key, catalogue);
-      if (cached !== undefined) return dataResponse(cached, type);
+      if (cached !== undefined) return dataResponse(cached, type, c.get("requestId"));
       const prepared = prepare(params.query);
       if (!prepared.ok) {
         logRejection(deps.logger, c.get("requestId"), prepared.errors);
@@ -105,7 +105,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       if (result.errors === undefined) {
         const body = encoder.encode(JSON.stringify({ data: result.data }));
         if (key !== undefined) results.set(key, catalogue, body);
-        return dataResponse(body, type);
+        return dataResponse(body, type, c.get("requestId"));
       }
       return executionResponse(result, {
         type,

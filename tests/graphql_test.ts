@@ -76,6 +76,11 @@ Deno.test("GraphQL over a socket", async (t) => {
       // deno-lint-ignore no-explicit-any
       const expected = rest.map(({ id: _, ...book }: any) => book);
       assert.deepEqual(reply.body.data.books, expected);
+      assert.match(reply.requestId ?? "", /^[0-9a-f-]{36}$/);
+      // The second time the result comes from the cache: the client's id is still echoed.
+      const again = await post(base, { query: BOOKS_QUERY }, { "x-request-id": "gql-7" });
+      assert.deepEqual(again.body.data.books, expected);
+      assert.equal(again.requestId, "gql-7");
     });
 
     await t.step("golden: gRPC's books.v1.BooksService/books returns the same books", async () => {
