@@ -50,7 +50,7 @@ Deno.test("unary books calls answered on the stream match Connect's answers", as
   const books = createBookStore(await readCatalogue(DEFAULT_BOOKS));
   const logs: Record<string, unknown>[] = [];
   const logger = createLogger({
-    level: "info",
+    level: "debug",
     write: (text) => {
       for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
     },
@@ -116,6 +116,15 @@ Deno.test("unary books calls answered on the stream match Connect's answers", as
       }
       // The connection is still good after every refusal.
       assert.deepEqual((await call(session, new Uint8Array(5))).body, expected);
+    });
+    await t.step("the client's GOAWAY is kept from Deno's nghttp2 (docs/grpc.md)", async () => {
+      // A second connection, closed by the client: it sends GOAWAY, which the listener drops.
+      const other = http2.connect(listener.url);
+      assert.deepEqual((await call(other, new Uint8Array(5))).body, expected);
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+      assert.deepEqual((await call(session, new Uint8Array(5))).body, expected);
+      logger.flush();
+      assert.deepEqual(logs.filter((l) => String(l.msg).includes("GOAWAY not filtered")), []);
     });
   } finally {
     session.close();
