@@ -11,10 +11,25 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
   /** Logs at `info` whatever the level, unless `silent`: start-up and shutdown lines. */
   always(msg: string, fields?: Record<string, unknown>): void;
+  /**
+   * The access-log line of one request (`"msg":"request"`, at `info`): the same line as
+   * `info("request", line)`, formatted without a generic JSON pass, as it is written for every
+   * request.
+   */
+  request(line: AccessLine): void;
   /** Passes on a line another process already formatted (the gRPC child's log). */
   line(text: string): void;
   /** Writes anything still buffered. */
   flush(): void;
+}
+
+/** What the access log records of a request. */
+export interface AccessLine {
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  requestId: string;
 }
 
 /**
@@ -50,18 +65,36 @@ export function createLogger(
     }
   }
 
-  function emit(level: LogLevel, msg: string, fields?: Record<string, unknown>, force = false) {
-    if (RANK[level] < min && !(force && min < RANK.silent)) return;
+  function timestamp(): string {
     const now = Date.now();
     if (now !== lastMs) {
       lastMs = now;
       lastIso = new Date(now).toISOString();
     }
+    return lastIso;
+  }
+
+  function emit(level: LogLevel, msg: string, fields?: Record<string, unknown>, force = false) {
+    if (RANK[level] < min && !(force && min < RANK.silent)) return;
     // Same line as JSON.stringify({time, level, msg, ...fields}), without copying `fields` into
-    // a new object on every request: its own JSON is spliced in after `msg`.
+    // a new object: its own JSON is spliced in after `msg`.
     const rest = fields === undefined ? "{}" : JSON.stringify(fields);
-    const head = `{"time":"${lastIso}","level":"${level}","msg":${JSON.stringify(msg)}`;
+    const head = `{"time":"${timestamp()}","level":"${level}","msg":${JSON.stringify(msg)}`;
     push(rest.length > 2 ? `${head},${rest.slice(1)}\n` : `${head}}\n`);
+  }
+
+  function request(line: AccessLine) {
+    if (RANK.info < min) return;
+    // Strings are JSON-quoted one by one; `status` and `durationMs` are finite numbers.
+    push(
+      `{"time":"${timestamp()}","level":"info","msg":"request","method":${
+        JSON.stringify(line.method)
+      },"path":${
+        JSON.stringify(line.path)
+      },"status":${line.status},"durationMs":${line.durationMs},"requestId":${
+        JSON.stringify(line.requestId)
+      }}\n`,
+    );
   }
 
   return {
@@ -70,6 +103,7 @@ export function createLogger(
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
     always: (m, f) => emit("info", m, f, true),
+    request,
     line: (text) => push(text.endsWith("\n") ? text : `${text}\n`),
     flush,
   };

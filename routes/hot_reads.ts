@@ -39,7 +39,7 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Ha
     const response = new Response(body, {
       headers: { "content-type": type, "vary": "Accept", "x-request-id": requestId },
     });
-    logger.info("request", {
+    logger.request({
       method: "GET",
       path,
       status: 200,

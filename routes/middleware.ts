@@ -18,7 +18,7 @@ export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
     // Hot handlers put the id into the headers they build: changing the headers of a finished
     // Response costs Deno.serve its fast path.
     if (!c.res.headers.has("x-request-id")) c.res.headers.set("x-request-id", requestId);
-    logger.info("request", {
+    logger.request({
       method: c.req.method,
       path: c.req.path,
       status: c.res.status,
