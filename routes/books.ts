@@ -1,11 +1,10 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import { BookSchema, errorResponse, IdParamSchema } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
 import { type AppEnv, preEncoded } from "./env.ts";
-import { negotiateJson } from "./negotiate.ts";
+import { jsonHeaders, negotiateJson } from "./negotiate.ts";
 
 const listBooks = createRoute({
   method: "get",
@@ -31,15 +30,13 @@ const getBook = createRoute({
   },
 });
 
-function jsonHeaders(c: Context<AppEnv>, type: string): Record<string, string> {
-  return { "content-type": type, "vary": "Accept", "x-request-id": c.get("requestId") };
-}
-
 /** REST routes of the book catalogue. Bodies are pre-encoded by the store. */
 export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(listBooks, (c) => {
     const type = negotiateJson(c.req.header("accept"));
-    return preEncoded(new Response(books.listJson(), { headers: jsonHeaders(c, type) }));
+    return preEncoded(
+      new Response(books.listJson(), { headers: jsonHeaders(type, c.get("requestId")) }),
+    );
   });
 
   app.openapi(getBook, (c) => {
@@ -47,6 +44,6 @@ export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
     const type = negotiateJson(c.req.header("accept"));
     const json = books.getJson(id);
     if (json === undefined) throw new AppError("book-not-found", `No book has id ${id}.`);
-    return preEncoded(new Response(json, { headers: jsonHeaders(c, type) }));
+    return preEncoded(new Response(json, { headers: jsonHeaders(type, c.get("requestId")) }));
   });
 }

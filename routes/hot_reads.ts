@@ -1,7 +1,7 @@
 import type { Logger } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import type { BookStore } from "../store/books.ts";
-import { acceptableJson } from "./negotiate.ts";
+import { acceptableJson, jsonHeaders } from "./negotiate.ts";
 
 type Handler = (request: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>;
 
@@ -37,7 +37,7 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Ha
     if (type === undefined) return app(request, info);
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
     const response = new Response(body, {
-      headers: { "content-type": type, "vary": "Accept", "x-request-id": requestId },
+      headers: jsonHeaders(type, requestId),
     });
     logger.request({
       method: "GET",

@@ -36,3 +36,11 @@ export function acceptableJson(accept: string | undefined | null): string | unde
   }
   return json ? "application/json" : undefined;
 }
+
+/**
+ * Headers of a negotiated JSON answer: its type, `Vary: Accept` (the type depends on `Accept`, so
+ * caches must key on it; spec 9) and the request id.
+ */
+export function jsonHeaders(type: string, requestId: string): Record<string, string> {
+  return { "content-type": type, "vary": "Accept", "x-request-id": requestId };
+}

@@ -1,3 +1,5 @@
+import { Buffer } from "node:buffer";
+
 const PREFACE_BYTES = 24;
 const FRAME_HEADER_BYTES = 9;
 const GOAWAY = 0x7;
@@ -67,18 +69,6 @@ export function createGoawayFilter(): (chunk: Uint8Array) => Uint8Array {
     }
     if (kept === undefined) return chunk;
     if (keepFrom < chunk.length) kept.push(chunk.subarray(keepFrom));
-    return concat(kept);
+    return Buffer.concat(kept);
   };
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.length;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
-  return out;
 }
