@@ -6,6 +6,7 @@ import type { AppEnv } from "../routes/env.ts";
 import type { BookStore } from "../store/books.ts";
 import { requestIdKey } from "./interceptor.ts";
 import { appRoutes, handlerOptions } from "./router.ts";
+import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
 /**
  * Serves the application services over Connect and gRPC-Web on the main HTTP port, at
@@ -22,7 +23,7 @@ export function rpcRoutes(
     grpc: false,
     ...handlerOptions({ logger: deps.logger, accessLog: false }),
   });
-  appRoutes(deps.books)(router);
+  withUndecodableAsInvalidArgument(appRoutes(deps.books))(router);
   for (const handler of router.handlers) {
     app.on(handler.allowedMethods, handler.requestPath, async (c) => {
       const request = c.req.raw;

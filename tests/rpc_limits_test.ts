@@ -12,6 +12,7 @@ import { createLogger } from "../lib/log.ts";
 import { startGrpcListener } from "../rpc/grpc_listener.ts";
 import { MAX_MESSAGE_BYTES } from "../rpc/router.ts";
 import { createBookStore } from "../store/books.ts";
+import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
 import { startTestServer } from "./support/server.ts";
 
 interface RawAnswer {
@@ -199,6 +200,39 @@ Deno.test("the gRPC listener survives bad input and enforces its limits", async 
         );
         assert.equal(answer.grpcStatus, String(Code.Internal));
         assert.match(answer.grpcMessage, /^parse binary/);
+        await stillServes();
+      },
+    );
+
+    await t.step(
+      "the same bytes over the Connect protocol: 400 invalid_argument on both ports, not a 500",
+      async () => {
+        const notProtobuf = new Uint8Array([0xff, 0xff, 0xff]);
+        const onListener = await rawCall(
+          raw,
+          "/books.v1.BooksService/books",
+          notProtobuf,
+          "application/proto",
+        );
+        const res = await fetch(`${server.httpUrl}/books.v1.BooksService/books`, {
+          method: "POST",
+          headers: { "content-type": "application/proto" },
+          body: notProtobuf,
+        });
+        const onMainPort = { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
+        for (const answer of [onListener, onMainPort]) {
+          assert.equal(answer.status, 400);
+          const error = JSON.parse(answer.body.toString());
+          assert.equal(error.code, "invalid_argument");
+          assert.match(error.message, /^parse binary/);
+        }
+        // A good request on the same connection still gets the catalogue.
+        const ok = await rawCall(raw, "/books.v1.BooksService/books", new Uint8Array(0), {
+          "content-type": "application/proto",
+        });
+        assert.equal(ok.status, 200);
+        const shipped = await readCatalogue(DEFAULT_BOOKS);
+        assert.equal(fromBinary(BooksResponseSchema, ok.body).book.length, shipped.length);
         await stillServes();
       },
     );
