@@ -2,6 +2,8 @@ import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
 import { createApp } from "./routes/app.ts";
 import { withHotReads } from "./routes/hot_reads.ts";
+import { withCachedGraphql } from "./graphql/cached_answers.ts";
+import { createResultCache } from "./graphql/result_cache.ts";
 import { type GrpcListener, startGrpcListener } from "./rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "./rpc/grpc_supervisor.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "./store/open.ts";
@@ -38,18 +40,28 @@ export async function startServer(
     kv.close();
     throw error;
   }
+  const graphqlResults = createResultCache();
   const app = createApp({
     store,
     logger,
     maxBodyBytes: config.maxBodyBytes,
     isShuttingDown: () => shuttingDown,
     graphql: config.graphql,
+    graphqlResults,
   });
+  const books = store.books;
+  const handler = withHotReads(
+    { books, logger },
+    withCachedGraphql(
+      { books, logger, results: graphqlResults, config: config.graphql },
+      app.fetch,
+    ),
+  );
   const http = Deno.serve({
     port: config.port,
     hostname: config.host,
     onListen: () => {},
-  }, withHotReads({ books: store.books, logger }, app.fetch));
+  }, handler);
   const httpUrl = urlOf(http.addr);
   let grpc: Pick<GrpcListener, "url" | "shutdown"> | undefined;
   if (config.grpcPort !== "off") {

@@ -56,9 +56,14 @@ export function acceptsHtml(accept: string | undefined): boolean {
 
 const JSON_REQUEST = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
+/** True for a JSON Content-Type, in UTF-8 when a charset is given. */
+export function isJsonRequest(contentType: string | undefined | null): boolean {
+  return typeof contentType === "string" && JSON_REQUEST.test(contentType.trim());
+}
+
 /** Checks the request's Content-Type: JSON, in UTF-8 when a charset is given (415 otherwise). */
 export function assertJsonRequest(contentType: string | undefined): void {
-  if (contentType !== undefined && JSON_REQUEST.test(contentType.trim())) return;
+  if (isJsonRequest(contentType)) return;
   throw new AppError(
     "unsupported-media-type",
     contentType
@@ -144,6 +149,16 @@ export function exceedsUtf8Bytes(text: string, max: number): boolean {
   if (text.length * 3 <= max) return false;
   if (text.length > max) return true;
   return new TextEncoder().encode(text).byteLength > max;
+}
+
+/** Largest accepted body: the document, its JSON escaping, and variables. */
+export function graphqlBodyLimit(config: { maxDocumentBytes: number }): number {
+  return 2 * config.maxDocumentBytes;
+}
+
+/** The body's text as `readBodyText` decodes it. */
+export function decodeBody(bytes: Uint8Array): string {
+  return utf8.decode(bytes);
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   acceptsHtml,
   assertJsonRequest,
   exceedsUtf8Bytes,
+  graphqlBodyLimit,
   type GraphqlMediaType,
   negotiateGraphqlType,
   readBodyText,
@@ -24,7 +25,7 @@ import {
   executionResponse,
   requestErrorResponse,
 } from "./responses.ts";
-import { createResultCache, type ResultCacheOptions } from "./result_cache.ts";
+import { createResultCache, type ResultCache } from "./result_cache.ts";
 import { booksRoot, createBooksSchema } from "./schema.ts";
 
 /** What the GraphQL endpoint needs. */
@@ -34,7 +35,8 @@ export interface GraphqlDeps {
   /** Limits and introspection; the `GRAPHQL_*` defaults when omitted. */
   config?: GraphqlConfig;
   cache?: PrepareCacheOptions;
-  results?: ResultCacheOptions;
+  /** Encoded results of variable-free operations (a new cache when omitted). */
+  results?: ResultCache;
 }
 
 /**
@@ -58,10 +60,9 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const config = deps.config ?? loadConfig({}).graphql;
   const schema = createBooksSchema();
   const prepare = createPreparer(schema, config, deps.cache);
-  const results = createResultCache(deps.results);
+  const results = deps.results ?? createResultCache();
   const encoder = new TextEncoder();
-  // Body = document + its JSON escaping + variables; the document itself is checked exactly.
-  const bodyLimit = 2 * config.maxDocumentBytes;
+  const bodyLimit = graphqlBodyLimit(config);
 
   app.post("/graphql", async (c) => {
     const accept = c.req.header("accept");

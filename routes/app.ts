@@ -14,6 +14,7 @@ import { renderAppError, renderThrown } from "./render_error.ts";
 import { rpcRoutes } from "../rpc/http_routes.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
+import type { ResultCache } from "../graphql/result_cache.ts";
 
 /** What the HTTP app needs from the process. */
 export interface AppDeps {
@@ -25,6 +26,8 @@ export interface AppDeps {
   isShuttingDown?: () => boolean;
   /** GraphQL limits (the `GRAPHQL_*` defaults when omitted). */
   graphql?: GraphqlConfig;
+  /** GraphQL's result cache, when something in front of the app answers from it too. */
+  graphqlResults?: ResultCache;
 }
 
 interface ZodIssueLike {
@@ -77,7 +80,12 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   healthRoutes({ store: deps.store, isShuttingDown: deps.isShuttingDown ?? (() => false) }, app);
   docsRoutes(app);
   // GraphQL and Connect/gRPC-Web mount here (graphql/, rpc/).
-  graphqlRoutes(app, { books: deps.store.books, logger: deps.logger, config: deps.graphql });
+  graphqlRoutes(app, {
+    books: deps.store.books,
+    logger: deps.logger,
+    config: deps.graphql,
+    results: deps.graphqlResults,
+  });
   rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 
   app.doc31("/openapi.json", {

@@ -3,7 +3,11 @@ import { requestIdFrom } from "../lib/request_id.ts";
 import type { BookStore } from "../store/books.ts";
 import { acceptableJson, jsonHeaders } from "./negotiate.ts";
 
-type Handler = (request: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>;
+/** A Deno.serve handler. */
+export type Handler = (
+  request: Request,
+  info: Deno.ServeHandlerInfo,
+) => Response | Promise<Response>;
 
 const BOOK_PATH = "/api/book/";
 // The canonical ids the route's schema accepts; any other spelling goes to the app.
@@ -51,7 +55,7 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Ha
 }
 
 /** The path of an absolute request URL, without query or fragment, as Hono matches it. */
-function pathOf(url: string): string {
+export function pathOf(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);
   const query = url.indexOf("?", start);
   return query === -1 ? url.slice(start) : url.slice(start, query);

@@ -4,34 +4,7 @@ import { createApp } from "../routes/app.ts";
 import { withHotReads } from "../routes/hot_reads.ts";
 import { createBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
-import type { Store } from "../store/store.ts";
-
-function catalogueOnly(books: Store["books"]): Store {
-  const unused = () => Promise.reject(new Error("not used by these tests"));
-  return {
-    books,
-    addresses: { create: unused, get: unused, put: unused, delete: unused, list: unused },
-    ping: () => Promise.resolve(),
-  };
-}
-
-interface Seen {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-async function see(url: string, init: RequestInit): Promise<Seen> {
-  const res = await fetch(url, init);
-  const headers = Object.fromEntries(res.headers);
-  // Each side sends its own date and, unless the client sent a usable one, its own request id.
-  delete headers["date"];
-  if (headers["x-request-id"] !== new Headers(init.headers).get("x-request-id")) {
-    assert.match(headers["x-request-id"] ?? "", /^[0-9a-f-]{36}$/, url);
-    delete headers["x-request-id"];
-  }
-  return { status: res.status, headers, body: await res.text() };
-}
+import { catalogueOnly, see } from "./support/answers.ts";
 
 Deno.test("the hot catalogue reads answer exactly as the app does", async (t) => {
   const books = createBookStore(await readCatalogue(DEFAULT_BOOKS));
@@ -40,7 +13,12 @@ Deno.test("the hot catalogue reads answer exactly as the app does", async (t) =>
   const app = createApp({ store: catalogueOnly(books), logger, maxBodyBytes: 1024 });
   const listen = { port: 0, hostname: "127.0.0.1", onListen: () => {} };
   const plain = Deno.serve(listen, app.fetch);
-  const hot = Deno.serve(listen, withHotReads({ books, logger }, app.fetch));
+  let appCalls = 0;
+  const counted = (request: Request, info: Deno.ServeHandlerInfo) => {
+    appCalls++;
+    return app.fetch(request, info);
+  };
+  const hot = Deno.serve(listen, withHotReads({ books, logger }, counted));
   const plainUrl = `http://127.0.0.1:${plain.addr.port}`;
   const hotUrl = `http://127.0.0.1:${hot.addr.port}`;
   try {
@@ -79,6 +57,18 @@ Deno.test("the hot catalogue reads answer exactly as the app does", async (t) =>
         },
       );
     }
+
+    await t.step("the successful reads are answered without the app; others reach it", async () => {
+      appCalls = 0;
+      for (const path of ["/rest/books", "/api/book/1", "/api/book/32?x=1"]) {
+        const res = await fetch(`${hotUrl}${path}`);
+        assert.equal(res.status, 200);
+        await res.body?.cancel();
+      }
+      assert.equal(appCalls, 0);
+      await (await fetch(`${hotUrl}/api/book/99999`)).body?.cancel();
+      assert.equal(appCalls, 1);
+    });
 
     await t.step("a hot read writes the same access-log line as the app", async () => {
       lines.length = 0;

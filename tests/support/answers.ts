@@ -1,0 +1,34 @@
+import assert from "node:assert/strict";
+import type { Store } from "../../store/store.ts";
+
+/** A store with the catalogue only: for tests of the read paths, which never touch addresses. */
+export function catalogueOnly(books: Store["books"]): Store {
+  const unused = () => Promise.reject(new Error("not used by these tests"));
+  return {
+    books,
+    addresses: { create: unused, get: unused, put: unused, delete: unused, list: unused },
+    ping: () => Promise.resolve(),
+  };
+}
+
+/** What a client sees of an answer, minus what legitimately differs between two servers. */
+export interface Seen {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Sends one request and returns what came back. Each server sends its own `Date` and, unless the
+ * client sent a usable one, its own request id: those are checked for shape and left out.
+ */
+export async function see(url: string, init: RequestInit): Promise<Seen> {
+  const res = await fetch(url, init);
+  const headers = Object.fromEntries(res.headers);
+  delete headers["date"];
+  if (headers["x-request-id"] !== new Headers(init.headers).get("x-request-id")) {
+    assert.match(headers["x-request-id"] ?? "", /^[0-9a-f-]{36}$/, url);
+    delete headers["x-request-id"];
+  }
+  return { status: res.status, headers, body: await res.text() };
+}
