@@ -43,9 +43,15 @@ export function createGoawayFilter(): (chunk: Uint8Array) => Uint8Array {
         if (dropping) drop(at, at + n);
         payload -= n;
         at += n;
+      } else if (headerFill === 0 && chunk.length - at >= FRAME_HEADER_BYTES) {
+        // A whole frame header in this chunk (the usual case): read in place.
+        payload = (chunk[at]! << 16) | (chunk[at + 1]! << 8) | chunk[at + 2]!;
+        dropping = chunk[at + 3] === GOAWAY;
+        if (dropping) drop(at, at + FRAME_HEADER_BYTES);
+        at += FRAME_HEADER_BYTES;
       } else {
-        // A frame header, possibly split over chunks: its bytes are held back until the type
-        // is known, then passed on (or dropped) as a whole.
+        // A frame header split over chunks: its bytes are held back until the type is known,
+        // then passed on (or dropped) as a whole.
         const start = at;
         const n = Math.min(FRAME_HEADER_BYTES - headerFill, chunk.length - at);
         header.set(chunk.subarray(at, at + n), headerFill);
