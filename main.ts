@@ -74,7 +74,7 @@ export async function startServer(
           booksFile: config.booksFile,
           logLevel: config.logLevel,
         }, logger)
-        : await startGrpcListener(listen, { books: store.books, logger });
+        : await startGrpcListener(listen, { books, logger });
     } catch (error) {
       await http.shutdown();
       kv.close();

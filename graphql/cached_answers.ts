@@ -1,7 +1,7 @@
 import type { GraphqlConfig } from "../lib/config.ts";
-import type { Logger } from "../lib/log.ts";
+import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
-import { type Handler, pathOf } from "../routes/hot_reads.ts";
+import { type Handler, pathOf } from "../routes/front.ts";
 import type { BookStore } from "../store/books.ts";
 import {
   decodeBody,
@@ -75,7 +75,7 @@ export function withCachedGraphql(
       method: "POST",
       path: "/graphql",
       status: 200,
-      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      durationMs: msSince(started),
       requestId,
     });
     return response;

@@ -167,7 +167,7 @@ export function decodeBody(bytes: Uint8Array): string {
  * where they matter; a strict decoder would cost every request a second pass.
  */
 export async function readBodyText(request: Request, limit: number): Promise<string> {
-  return utf8.decode(await readBodyLimited(request, limit));
+  return decodeBody(await readBodyLimited(request, limit));
 }
 
 const utf8 = new TextDecoder();

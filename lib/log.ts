@@ -23,6 +23,11 @@ export interface Logger {
   flush(): void;
 }
 
+/** Milliseconds since `started` (a `performance.now()`), rounded to the microsecond for logs. */
+export function msSince(started: number): number {
+  return Math.round((performance.now() - started) * 1000) / 1000;
+}
+
 /** What the access log records of a request. */
 export interface AccessLine {
   method: string;

@@ -47,8 +47,11 @@ export const AddressPageSchema = z.object({
 }).openapi("AddressPage");
 
 /** A positive integer id in a path (`/api/book/{id}`, `/addresses/{id}`). */
+/** A resource id as a path segment: a positive integer, canonical decimal, at most 16 digits. */
+export const ID_PATTERN = /^[1-9][0-9]{0,15}$/;
+
 export const IdParamSchema = z.object({
-  id: z.string().regex(/^[1-9][0-9]{0,15}$/, "must be a positive integer")
+  id: z.string().regex(ID_PATTERN, "must be a positive integer")
     .transform(Number)
     .refine(Number.isSafeInteger, "must be a positive integer")
     .openapi({ param: { name: "id", in: "path" }, type: "integer", example: 1 }),

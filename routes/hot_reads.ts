@@ -1,17 +1,11 @@
-import type { Logger } from "../lib/log.ts";
+import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
+import { ID_PATTERN } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
+import { type Handler, pathOf } from "./front.ts";
 import { acceptableJson, jsonHeaders } from "./negotiate.ts";
 
-/** A Deno.serve handler. */
-export type Handler = (
-  request: Request,
-  info: Deno.ServeHandlerInfo,
-) => Response | Promise<Response>;
-
 const BOOK_PATH = "/api/book/";
-// The canonical ids the route's schema accepts; any other spelling goes to the app.
-const BOOK_ID = /^[1-9][0-9]{0,15}$/;
 
 /**
  * Answers the successful catalogue reads, `GET /rest/books` and `GET /api/book/{id}` of a book
@@ -34,7 +28,8 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Ha
     if (path === "/rest/books") body = books.listJson();
     else if (path.startsWith(BOOK_PATH)) {
       const id = path.slice(BOOK_PATH.length);
-      if (BOOK_ID.test(id)) body = books.getJson(Number(id));
+      // Only the spelling the route's schema accepts; any other goes to the app.
+      if (ID_PATTERN.test(id)) body = books.getJson(Number(id));
     }
     if (body === undefined) return app(request, info);
     const type = acceptableJson(request.headers.get("accept"));
@@ -47,16 +42,9 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Ha
       method: "GET",
       path,
       status: 200,
-      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      durationMs: msSince(started),
       requestId,
     });
     return response;
   };
-}
-
-/** The path of an absolute request URL, without query or fragment, as Hono matches it. */
-export function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  const query = url.indexOf("?", start);
-  return query === -1 ? url.slice(start) : url.slice(start, query);
 }

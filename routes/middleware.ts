@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { AppError } from "../lib/errors.ts";
-import type { Logger } from "../lib/log.ts";
+import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import type { AppEnv } from "./env.ts";
 
@@ -22,7 +22,7 @@ export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
       method: c.req.method,
       path: c.req.path,
       status: c.res.status,
-      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      durationMs: msSince(started),
       requestId,
     });
   };

@@ -3,7 +3,7 @@ import { Buffer } from "node:buffer";
 import { toBinary } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import type { Logger } from "../lib/log.ts";
+import { type Logger, msSince } from "../lib/log.ts";
 import type { BookStore } from "../store/books.ts";
 import { booksResponse } from "./books_service.ts";
 import { BooksResponseSchema, BooksService } from "./gen/books/v1/books_pb.ts";
@@ -11,8 +11,9 @@ import { requestIdFrom } from "../lib/request_id.ts";
 import { requestIdKey } from "./interceptor.ts";
 import { MAX_MESSAGE_BYTES } from "./router.ts";
 
+const PROCEDURE = `${BooksService.typeName}/${BooksService.method.books.name}`;
 /** Path of the one call the fast path answers. */
-export const BOOKS_PATH = `/${BooksService.typeName}/${BooksService.method.books.name}`;
+export const BOOKS_PATH = `/${PROCEDURE}`;
 
 // The plain gRPC content types; anything else (gRPC-Web, Connect, parameters) takes the full path.
 const GRPC_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
@@ -85,7 +86,7 @@ export function booksFastPath(deps: {
     logger.info("rpc", {
       procedure: PROCEDURE,
       code: "ok",
-      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      durationMs: msSince(started),
       requestId,
     });
   }
@@ -124,8 +125,6 @@ export function booksFastPath(deps: {
     return true;
   };
 }
-
-const PROCEDURE = `${BooksService.typeName}/${BooksService.method.books.name}`;
 
 function sendOkTrailers(this: http2.ServerHttp2Stream) {
   this.sendTrailers({ "grpc-status": "0" });

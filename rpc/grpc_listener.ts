@@ -1,7 +1,8 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConfigError } from "../lib/config.ts";
 import type { Logger } from "../lib/log.ts";
@@ -11,13 +12,7 @@ import { requestIdFrom } from "../lib/request_id.ts";
 import { requestIdKey } from "./interceptor.ts";
 import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
 import { createGoawayFilter } from "./goaway_filter.ts";
-import {
-  APP_SERVICES,
-  appRoutes,
-  grpcListenerRoutes,
-  handlerOptions,
-  MAX_MESSAGE_BYTES,
-} from "./router.ts";
+import { APP_SERVICES, grpcListenerRoutes, handlerOptions, MAX_MESSAGE_BYTES } from "./router.ts";
 import { unknownMethod } from "./unknown_method.ts";
 
 /** Where and how the gRPC listener binds. */
@@ -61,10 +56,16 @@ export async function startGrpcListener(
   const { logger } = deps;
   const health = createHealthState(APP_SERVICES.map((s) => s.typeName));
   const stopStreams = new AbortController();
-  const options = handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal });
+  const routes = grpcListenerRoutes({ books: deps.books, health });
+  // Connect's own handler of `books`, for the requests the fast path leaves to it: taken from
+  // the adapter's router, so the service is registered once.
+  let booksHandler: UniversalHandler | undefined;
   const adapter = connectNodeAdapter({
-    routes: grpcListenerRoutes({ books: deps.books, health }),
-    ...options,
+    routes: (router) => {
+      routes(router);
+      booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_PATH);
+    },
+    ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
     contextValues: (req) =>
       createContextValues().set(
         requestIdKey,
@@ -97,9 +98,7 @@ export async function startGrpcListener(
   const server = config.tls
     ? await createTlsServer(config.tls, serverOptions, handler)
     : http2.createServer(serverOptions, handler);
-  const booksRouter = createConnectRouter(options);
-  appRoutes(deps.books)(booksRouter);
-  const fallback = booksRouter.handlers.find((h) => h.requestPath === BOOKS_PATH);
+  const fallback = booksHandler;
   if (!fallback) throw new Error(`no handler for ${BOOKS_PATH}`);
   streamsFirstTo(
     server,

@@ -1,5 +1,5 @@
 import { Code, type ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
-import type { Logger } from "../lib/log.ts";
+import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import { toConnectError } from "./errors.ts";
 
@@ -26,7 +26,7 @@ export function serverInterceptor(options: { logger: Logger; accessLog: boolean 
       logger.info("rpc", {
         procedure,
         code: code === undefined ? "ok" : Code[code],
-        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        durationMs: msSince(started),
         requestId,
       });
     };

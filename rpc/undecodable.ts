@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 
@@ -72,15 +73,10 @@ async function rewriteParseFailure(
       };
     }
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
+  const bytes = Buffer.concat(chunks);
   let error: { code?: unknown; message?: unknown } | undefined;
   try {
-    error = JSON.parse(new TextDecoder().decode(bytes));
+    error = JSON.parse(bytes.toString());
   } catch {
     error = undefined;
   }
