@@ -1,8 +1,8 @@
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger, type Logger } from "./lib/log.ts";
-import { createApp } from "./routes/app.ts";
-import { withHotReads } from "./routes/hot_reads.ts";
-import { withCachedGraphql } from "./graphql/cached_answers.ts";
+import { createApp } from "./edge/app.ts";
+import { withHotReads } from "./edge/hot_reads.ts";
+import { withCachedGraphql } from "./edge/graphql_cached.ts";
 import { createResultCache } from "./graphql/result_cache.ts";
 import { type GrpcListener, startGrpcListener } from "./rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "./rpc/grpc_supervisor.ts";

@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import { AppError } from "../lib/errors.ts";
-import type { AppEnv } from "../routes/env.ts";
+import type { AppEnv } from "../lib/app_env.ts";
 
 /** Where GraphiQL's files are served; every one comes from this server. */
 export const ASSET_PATH = "/graphql/assets";

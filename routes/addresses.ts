@@ -9,8 +9,8 @@ import {
   IdParamSchema,
 } from "../lib/schemas.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses.ts";
-import { type AppEnv, preEncoded } from "./env.ts";
-import { negotiateJson } from "./negotiate.ts";
+import { type AppEnv, preEncoded } from "../lib/app_env.ts";
+import { negotiateJson } from "../lib/negotiate.ts";
 
 const jsonBody = {
   required: true,

@@ -3,8 +3,8 @@ import { z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import { BookSchema, errorResponse, IdParamSchema } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
-import { type AppEnv, preEncoded } from "./env.ts";
-import { jsonHeaders, negotiateJson } from "./negotiate.ts";
+import { type AppEnv, preEncoded } from "../lib/app_env.ts";
+import { jsonHeaders, negotiateJson } from "../lib/negotiate.ts";
 
 const listBooks = createRoute({
   method: "get",

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv } from "../lib/app_env.ts";
 
 const ERRORS_DOC = new URL("../docs/errors.md", import.meta.url);
 let errorsDoc: Uint8Array<ArrayBuffer> | undefined;

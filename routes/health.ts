@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import { errorResponse } from "../lib/schemas.ts";
 import type { Store } from "../store/store.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv } from "../lib/app_env.ts";
 
 const StatusSchema = z.object({ status: z.string() }).openapi("Status");
 

@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createConnectRouter, createContextValues } from "@connectrpc/connect";
 import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Logger } from "../lib/log.ts";
-import type { AppEnv } from "../routes/env.ts";
+import type { AppEnv } from "../lib/app_env.ts";
 import type { BookStore } from "../store/books.ts";
 import { requestIdKey } from "./interceptor.ts";
 import { appRoutes, handlerOptions } from "./router.ts";

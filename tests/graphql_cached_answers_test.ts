@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { withCachedGraphql } from "../graphql/cached_answers.ts";
+import { withCachedGraphql } from "../edge/graphql_cached.ts";
 import { createResultCache } from "../graphql/result_cache.ts";
 import { loadConfig } from "../lib/config.ts";
 import { createLogger } from "../lib/log.ts";
-import { createApp } from "../routes/app.ts";
+import { createApp } from "../edge/app.ts";
 import { createBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
 import { catalogueOnly, see } from "./support/answers.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createLogger } from "../lib/log.ts";
-import { createApp } from "../routes/app.ts";
-import { withHotReads } from "../routes/hot_reads.ts";
+import { createApp } from "../edge/app.ts";
+import { withHotReads } from "../edge/hot_reads.ts";
 import { createBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
 import { catalogueOnly, see } from "./support/answers.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLogger } from "../lib/log.ts";
-import { createApp } from "../routes/app.ts";
+import { createApp } from "../edge/app.ts";
 import { createBookStore } from "../store/books.ts";
 import type { Store } from "../store/store.ts";
 import { startTestServer } from "./support/server.ts";

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { AppError, negotiateLanguage, userMessage } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
-import type { AppEnv } from "./env.ts";
+import type { AppEnv } from "../lib/app_env.ts";
 
 const REASON: Record<number, string> = {
   400: "Bad Request",

@@ -3,7 +3,7 @@ import { requestIdFrom } from "../lib/request_id.ts";
 import { ID_PATTERN } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
 import { type Handler, pathOf } from "./front.ts";
-import { acceptableJson, jsonHeaders } from "./negotiate.ts";
+import { acceptableJson, jsonHeaders } from "../lib/negotiate.ts";
 
 const BOOK_PATH = "/api/book/";
 

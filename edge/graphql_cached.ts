@@ -1,7 +1,7 @@
 import type { GraphqlConfig } from "../lib/config.ts";
 import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
-import { type Handler, pathOf } from "../routes/front.ts";
+import { type Handler, pathOf } from "./front.ts";
 import type { BookStore } from "../store/books.ts";
 import {
   decodeBody,
@@ -10,9 +10,9 @@ import {
   isJsonRequest,
   negotiateGraphqlType,
   readParams,
-} from "./over_http.ts";
-import { dataResponse } from "./responses.ts";
-import type { ResultCache } from "./result_cache.ts";
+} from "../graphql/over_http.ts";
+import { dataResponse } from "../graphql/responses.ts";
+import type { ResultCache } from "../graphql/result_cache.ts";
 
 /**
  * Answers `POST /graphql` from the result cache (graphql/result_cache.ts) before the framework

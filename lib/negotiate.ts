@@ -1,4 +1,4 @@
-import { AppError } from "../lib/errors.ts";
+import { AppError } from "./errors.ts";
 
 /** The vendor media type of this API's current version (spec 9, media type versioning). */
 export const VENDOR_JSON = "application/vnd.books.v1+json";
