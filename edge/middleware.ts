@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from "hono";
+import { ANONYMOUS } from "../lib/caller.ts";
 import { AppError } from "../lib/errors.ts";
 import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
@@ -15,6 +16,8 @@ export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
     const started = performance.now();
     const requestId = requestIdFrom(c.req.header("x-request-id"));
     c.set("requestId", requestId);
+    // Until authentication decides otherwise, every caller is the anonymous owner.
+    c.set("caller", ANONYMOUS);
     await next();
     // Hot handlers put the id into the headers they build: changing the headers of a finished
     // Response costs Deno.serve its fast path.

@@ -1,7 +1,11 @@
+import type { Caller } from "./caller.ts";
+
 /** Hono environment shared by every route: per-request variables set by middleware. */
 export interface AppEnv {
   Variables: {
     requestId: string;
+    /** Who is calling (set by the edge before any route runs). */
+    caller: Caller;
   };
 }
 

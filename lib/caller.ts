@@ -1,0 +1,19 @@
+/** Who is calling, as the gate decided; every protocol reads it, none decides it. */
+export interface Caller {
+  /** Owner of the addresses this caller creates and sees: the token's `sub`, or the anonymous owner. */
+  owner: string;
+  /** The verified token's `sub`; undefined when the call carried no verified token. */
+  subject: string | undefined;
+  /** Scopes the verified token grants (empty without a token). */
+  scopes: ReadonlySet<string>;
+}
+
+/** Owner of every address created while authentication is off (and of those stored before it). */
+export const ANONYMOUS_OWNER = "";
+
+/** The caller when authentication is off. */
+export const ANONYMOUS: Caller = Object.freeze({
+  owner: ANONYMOUS_OWNER,
+  subject: undefined,
+  scopes: new Set<string>(),
+});
