@@ -4,7 +4,7 @@ import { AppError } from "../lib/errors.ts";
 import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import type { AppEnv } from "../lib/app_env.ts";
-import { isJsonContentType, readBodyLimited } from "../lib/body.ts";
+import { isJsonContentType, mediaTypeOf, readBodyLimited } from "../lib/body.ts";
 
 /**
  * Sets `X-Request-Id` on every response (the client's when well-formed, else a new UUID) and
@@ -68,6 +68,14 @@ export function jsonObjectBody(limit: number): MiddlewareHandler<AppEnv> {
       const kind = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
       throw new AppError("invalid-body", `The request body must be a JSON object, not ${kind}.`);
     }
+    // This guard is the one judge of the body's type. The route's own validators (zod-openapi's
+    // media-type gate, Hono's JSON validator) apply a stricter grammar to the raw header and
+    // refused types this guard accepts (`application/json;;;`, the vendor type) with an error the
+    // edge rendered as 500. They see the bare media type this guard accepted instead; the
+    // request's headers are immutable, and its body was read above (it is in the cache below).
+    const headers = new Headers(c.req.raw.headers);
+    headers.set("content-type", mediaTypeOf(type)!);
+    c.req.raw = new Request(c.req.raw.url, { method, headers });
     // Hono's cache holds promises at run time though its type says otherwise; tests cover this.
     (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);
     await next();

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
-import { AppError, negotiateLanguage, userMessage } from "../lib/errors.ts";
+import { HTTPException } from "hono/http-exception";
+import { AppError, type ErrorCode, negotiateLanguage, userMessage } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 
@@ -90,8 +91,75 @@ export function renderUnexpected(c: Context<AppEnv>, error: unknown, logger: Log
   });
 }
 
-/** Renders anything thrown inside a handler. */
+// The code of each status a framework exception may carry. A 4xx without its own code is
+// still the client's fault: `bad-request`.
+const CODE_OF_STATUS: Record<number, ErrorCode> = {
+  400: "bad-request",
+  401: "unauthorized",
+  403: "forbidden",
+  404: "route-not-found",
+  405: "method-not-allowed",
+  406: "not-acceptable",
+  412: "precondition-failed",
+  413: "payload-too-large",
+  415: "unsupported-media-type",
+  429: "rate-limited",
+  503: "service-unavailable",
+};
+
+// Headers of a framework exception's own response that still mean something on ours.
+const KEPT_HEADERS = ["allow", "www-authenticate", "retry-after", "accept-patch"];
+
+/**
+ * Maps an exception the framework threw (Hono's `HTTPException` from a validator, a media-type
+ * gate or a middleware, or anything shaped like it) to the error model; undefined for anything
+ * else and for 5xx other than 503, which stay unexpected. Its message is the framework's wording,
+ * so it goes to `detail` only.
+ */
+export function appErrorFromFramework(error: unknown): AppError | undefined {
+  if (!(error instanceof HTTPException) && !isHttpExceptionLike(error)) return undefined;
+  const status = error.status;
+  const code = CODE_OF_STATUS[status] ??
+    (status >= 400 && status < 500 ? "bad-request" : undefined);
+  if (code === undefined) return undefined;
+  const headers: Record<string, string> = {};
+  const own = error.getResponse?.().headers;
+  for (const name of KEPT_HEADERS) {
+    const value = own?.get(name);
+    if (value) headers[name] = value;
+  }
+  const retryAfter = headers["retry-after"] === undefined
+    ? undefined
+    : Number(headers["retry-after"]);
+  delete headers["retry-after"];
+  return new AppError(code, frameworkDetail(error.message, status), {
+    headers,
+    retryAfter: Number.isFinite(retryAfter) ? retryAfter : undefined,
+    cause: error,
+  });
+}
+
+interface HttpExceptionLike {
+  status: number;
+  message: string;
+  getResponse?: () => Response;
+}
+
+// Another copy of Hono (a dependency's own) throws its own HTTPException class.
+function isHttpExceptionLike(error: unknown): error is HttpExceptionLike {
+  return error instanceof Error && error.name === "HTTPException" &&
+    typeof (error as { status?: unknown }).status === "number";
+}
+
+function frameworkDetail(message: string, status: number): string {
+  const text = message.trim().slice(0, 200);
+  return text ? `${text}.`.replace(/\.\.$/, ".") : `The request was refused (${status}).`;
+}
+
+/** Renders anything thrown inside a handler: mapped errors by the model, the rest as 500. */
 export function renderThrown(c: Context<AppEnv>, error: unknown, logger: Logger): Response {
   if (error instanceof AppError) return renderAppError(c, error);
+  const mapped = appErrorFromFramework(error);
+  if (mapped) return renderAppError(c, mapped);
   return renderUnexpected(c, error, logger);
 }

@@ -1,10 +1,31 @@
 import { AppError } from "./errors.ts";
+import { VENDOR_JSON } from "./negotiate.ts";
 
-const JSON_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;.*)?$/i;
+/** The body types a JSON write (POST, PUT) takes, in any case and with any parameters. */
+export const JSON_BODY_TYPES: readonly string[] = ["application/json", VENDOR_JSON];
 
-/** True for `application/json` and `application/*+json`, with any parameters. */
-export function isJsonContentType(value: string | undefined): boolean {
-  return value !== undefined && JSON_TYPE.test(value.trim());
+// RFC 9110 `type "/" subtype`, both tokens.
+const TOKEN = "[!#$%&'*+.^_`|~0-9a-z-]+";
+const ESSENCE = new RegExp(`^${TOKEN}/${TOKEN}$`, "i");
+
+/**
+ * The media type of a Content-Type value, lower-cased and without parameters
+ * (`Application/JSON; charset=utf-8;;` is `application/json`); undefined when absent or malformed.
+ */
+export function mediaTypeOf(value: string | undefined | null): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const semicolon = value.indexOf(";");
+  const essence = (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase();
+  return ESSENCE.test(essence) ? essence : undefined;
+}
+
+/**
+ * True when a Content-Type names a type a JSON write takes. Parameters are not judged: only the
+ * media type decides, so every layer that asks gets the same answer.
+ */
+export function isJsonContentType(value: string | undefined | null): boolean {
+  const type = mediaTypeOf(value);
+  return type !== undefined && JSON_BODY_TYPES.includes(type);
 }
 
 /**

@@ -5,6 +5,7 @@
 
 /** Stable, documented error codes (the `error` member of the detailed body). */
 export type ErrorCode =
+  | "bad-request"
   | "invalid-body"
   | "invalid-field"
   | "invalid-parameter"
@@ -32,6 +33,13 @@ interface ErrorDefinition {
 
 /** Per-code HTTP status and translated user messages (spec 7.4 `message`). */
 export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
+  "bad-request": {
+    status: 400,
+    messages: {
+      en: "The request could not be understood.",
+      de: "Die Anfrage konnte nicht verstanden werden.",
+    },
+  },
   "invalid-body": {
     status: 400,
     messages: {

@@ -10,11 +10,16 @@ import {
 } from "../lib/schemas.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses.ts";
 import { type AppEnv, preEncoded } from "../lib/app_env.ts";
-import { negotiateJson } from "../lib/negotiate.ts";
+import { negotiateJson, VENDOR_JSON } from "../lib/negotiate.ts";
 
+// Every type lib/body.ts JSON_BODY_TYPES names is declared, so the route's media-type gate
+// accepts what the edge's JSON guard accepted.
 const jsonBody = {
   required: true,
-  content: { "application/json": { schema: AddressInputSchema } },
+  content: {
+    "application/json": { schema: AddressInputSchema },
+    [VENDOR_JSON]: { schema: AddressInputSchema },
+  },
 } as const;
 
 const IfMatchHeaderSchema = z.object({

@@ -7,6 +7,7 @@ import type { Logger } from "../lib/log.ts";
  * to lib/errors.ts without deciding its gRPC status here.
  */
 export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
+  "bad-request": Code.InvalidArgument,
   "invalid-body": Code.InvalidArgument,
   "invalid-field": Code.InvalidArgument,
   "invalid-parameter": Code.InvalidArgument,
