@@ -33,6 +33,10 @@ export async function startServer(
   const seedBooks = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
   const kv = await openKv(config.kvPath);
   let shuttingDown = false;
+  // Ready once every listener serves and the `listening` line is out; a supervised gRPC child
+  // that is down or restarting makes the process not ready again.
+  let listening = false;
+  let grpcServing = () => true;
   let store;
   try {
     store = await openStore(kv, { seedBooks });
@@ -46,6 +50,7 @@ export async function startServer(
     logger,
     maxBodyBytes: config.maxBodyBytes,
     isShuttingDown: () => shuttingDown,
+    isListening: () => listening && grpcServing(),
     graphql: config.graphql,
     graphqlResults,
   });
@@ -63,7 +68,7 @@ export async function startServer(
     onListen: () => {},
   }, handler);
   const httpUrl = urlOf(http.addr);
-  let grpc: Pick<GrpcListener, "url" | "shutdown"> | undefined;
+  let grpc: Pick<GrpcListener, "url" | "shutdown"> & { serving?: () => boolean } | undefined;
   if (config.grpcPort !== "off") {
     try {
       const listen = { port: config.grpcPort, host: config.host, tls: config.grpcTls };
@@ -86,6 +91,10 @@ export async function startServer(
     grpc: grpc?.url,
     kv: config.kvPath.startsWith("http") ? "remote" : config.kvPath,
   });
+  // Written before readiness turns 200: whoever trusts readiness can trust the log too.
+  logger.flush();
+  if (grpc?.serving) grpcServing = grpc.serving;
+  listening = true;
 
   let stopping: Promise<void> | undefined;
   function shutdown(): Promise<void> {

@@ -24,6 +24,8 @@ export interface AppDeps {
   maxBodyBytes: number;
   /** True once graceful shutdown began (readiness turns 503). */
   isShuttingDown?: () => boolean;
+  /** True once every listener of the process serves (readiness is 503 until then). */
+  isListening?: () => boolean;
   /** GraphQL limits (the `GRAPHQL_*` defaults when omitted). */
   graphql?: GraphqlConfig;
   /** GraphQL's result cache, when something in front of the app answers from it too. */
@@ -77,7 +79,11 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   booksRoutes(deps.store.books, app);
   addressRoutes(deps.store.addresses, app);
-  healthRoutes({ store: deps.store, isShuttingDown: deps.isShuttingDown ?? (() => false) }, app);
+  healthRoutes({
+    store: deps.store,
+    isShuttingDown: deps.isShuttingDown ?? (() => false),
+    isListening: deps.isListening ?? (() => true),
+  }, app);
   docsRoutes(app);
   // GraphQL and Connect/gRPC-Web mount here (graphql/, rpc/).
   graphqlRoutes(app, {

@@ -18,7 +18,7 @@ const healthz = createRoute({
 const readyz = createRoute({
   method: "get",
   path: "/readyz",
-  summary: "Readiness: KV reachable, catalogue seeded, not shutting down",
+  summary: "Readiness: every listener serves, KV reachable, catalogue seeded, not shutting down",
   responses: {
     200: { description: "Ready", content: { "application/json": { schema: StatusSchema } } },
     503: errorResponse("`service-unavailable`"),
@@ -29,7 +29,7 @@ const READY_TIMEOUT_MS = 2000;
 
 /** Liveness and readiness probes. */
 export function healthRoutes(
-  deps: { store: Store; isShuttingDown: () => boolean },
+  deps: { store: Store; isShuttingDown: () => boolean; isListening: () => boolean },
   app: OpenAPIHono<AppEnv>,
 ): void {
   app.openapi(healthz, (c) => c.json({ status: "ok" }, 200));
@@ -37,6 +37,11 @@ export function healthRoutes(
   app.openapi(readyz, async (c) => {
     if (deps.isShuttingDown()) {
       throw new AppError("service-unavailable", "The server is shutting down.", { retryAfter: 1 });
+    }
+    if (!deps.isListening()) {
+      throw new AppError("service-unavailable", "Not every listener is serving yet.", {
+        retryAfter: 1,
+      });
     }
     if (!deps.store.books.isReady()) {
       throw new AppError("service-unavailable", "The catalogue is not loaded yet.", {

@@ -8,6 +8,8 @@ import { CHILD_CONFIG_ENV, type GrpcChildConfig } from "./grpc_child.ts";
 export interface SupervisedGrpc {
   /** Base URL; stays the same across restarts. */
   url: string;
+  /** True while a child listens; false from its death until its successor listens. */
+  serving(): boolean;
   /** Graceful stop of the child (GOAWAY, in-flight calls finish); no restart afterwards. */
   shutdown(): Promise<void>;
 }
@@ -118,12 +120,15 @@ export async function startSupervisedGrpc(
   }
   const fixed = { ...config, port: Number(new URL(url).port) };
   let stopping = false;
+  // Readiness of the whole process reads this: a dead or restarting child is not serving.
+  let serving = true;
 
   async function supervise(): Promise<void> {
     let failures = 0;
     while (!stopping) {
       const started = Date.now();
       const status = await current.exited;
+      serving = false;
       if (stopping) return;
       if (Date.now() - started > HEALTHY_AFTER_MS) failures = 0;
       const delay = Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** failures++);
@@ -137,6 +142,7 @@ export async function startSupervisedGrpc(
       current = spawnChild(fixed, logger);
       try {
         await current.ready;
+        serving = !stopping;
         logger.info("grpc listener restarted", { grpc: url });
       } catch (error) {
         logger.error("grpc listener restart failed", { error: String(error) });
@@ -147,8 +153,10 @@ export async function startSupervisedGrpc(
 
   return {
     url,
+    serving: () => serving,
     shutdown: async () => {
       stopping = true;
+      serving = false;
       await stopChild(current);
       await supervising;
     },

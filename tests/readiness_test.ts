@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { accepts, freePort, spawnDeno, statusOf, waitFor } from "./support/process.ts";
+
+const MAIN = new URL("../main.ts", import.meta.url).pathname;
+
+// Readiness is a property of the whole process: 200 only while the HTTP port and the gRPC port
+// both serve, and only after the `listening` line was written (issue 10, defect 2).
+Deno.test("readyz: 200 only once both listeners serve, 503 while the gRPC child restarts", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "books-ready-" });
+  const httpPort = freePort();
+  const grpcPort = freePort();
+  const server = spawnDeno(
+    ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-run", MAIN],
+    {
+      PORT: String(httpPort),
+      GRPC_PORT: String(grpcPort),
+      HOST: "127.0.0.1",
+      KV_PATH: `${dir}/kv.sqlite3`,
+    },
+  );
+  const readyz = `http://127.0.0.1:${httpPort}/readyz`;
+  let code;
+  try {
+    // Polled as fast as it answers, from before the HTTP port accepts.
+    const readyAt = await waitFor("readiness", async () => {
+      const status = await statusOf(readyz);
+      if (status !== undefined && status !== 200) assert.equal(status, 503);
+      return status === 200 ? new Date().toISOString() : undefined;
+    });
+    assert.ok(await accepts(grpcPort), "ready, but the gRPC port does not accept");
+    const listening = await waitFor(
+      "the listening line",
+      () => server.lines().find((l) => l.msg === "listening"),
+    );
+    assert.ok(String(listening.time) <= readyAt, "the listening line comes before readiness");
+    assert.equal(listening.grpc, `http://127.0.0.1:${grpcPort}`);
+
+    // What Deno 2.9.6's nghttp2 abort does to the gRPC child, done on purpose.
+    const child = server.lines().find((l) => l.msg === "grpc listening")!;
+    Deno.kill(child.pid as number, "SIGKILL");
+    await waitFor("readiness to turn 503", async () => {
+      const status = await statusOf(readyz);
+      return status === 503 ? true : undefined;
+    });
+    // From now on every 200 means the restarted child accepts.
+    await waitFor("readiness after the restart", async () => {
+      const status = await statusOf(readyz);
+      assert.ok(status === 200 || status === 503, `readyz answered ${status}`);
+      return status === 200 ? true : undefined;
+    });
+    assert.ok(await accepts(grpcPort), "ready again, but the gRPC port does not accept");
+    const restarted = server.lines().filter((l) => l.msg === "grpc listening").at(-1)!;
+    assert.notEqual(restarted.pid, child.pid);
+  } finally {
+    code = await server.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+  assert.equal(code, 0, "graceful stop");
+});

@@ -1,0 +1,99 @@
+/** A process the test started, with everything it wrote so far. */
+export interface Spawned {
+  pid: number;
+  /** stdout and stderr so far, interleaved as read. */
+  output(): string;
+  /** JSON lines of stdout so far (lines that are not JSON are skipped). */
+  lines(): Record<string, unknown>[];
+  /** Sends `signal` (SIGTERM by default) and waits for exit; resolves to the exit code. */
+  stop(signal?: Deno.Signal): Promise<number>;
+}
+
+/** Spawns `deno <args>` with `env` added to this process's environment. */
+export function spawnDeno(args: string[], env: Record<string, string>): Spawned {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  let stdout = "";
+  const pump = async (stream: ReadableStream<Uint8Array>, isStdout: boolean) => {
+    const streamDecoder = new TextDecoder();
+    for await (const chunk of stream) {
+      const part = streamDecoder.decode(chunk, { stream: true });
+      text += part;
+      if (isStdout) stdout += part;
+    }
+  };
+  const pumps = Promise.all([pump(child.stdout, true), pump(child.stderr, false)]);
+  return {
+    pid: child.pid,
+    output: () => text,
+    lines: () =>
+      stdout.split("\n").flatMap((line) => {
+        // `deno serve --parallel` prefixes each worker's lines with `[serve-worker-N ] `.
+        const json = line.slice(line.indexOf("{"));
+        try {
+          return json.startsWith("{") ? [JSON.parse(json) as Record<string, unknown>] : [];
+        } catch {
+          return [];
+        }
+      }),
+    stop: async (signal = "SIGTERM") => {
+      try {
+        child.kill(signal);
+      } catch { /* already gone */ }
+      const status = await child.status;
+      await pumps;
+      return status.code;
+    },
+  };
+}
+
+/** A TCP port that was free a moment ago (for servers that cannot report a port 0 binding). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** True when something accepts TCP connections on the port. */
+export async function accepts(port: number): Promise<boolean> {
+  try {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    conn.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `probe` every 10 ms until it returns a value; fails after `ms`. */
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** The status of `GET url`, or undefined when nothing accepts the connection. */
+export async function statusOf(url: string): Promise<number | undefined> {
+  try {
+    const response = await fetch(url);
+    await response.body?.cancel();
+    return response.status;
+  } catch {
+    return undefined;
+  }
+}
