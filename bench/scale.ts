@@ -38,7 +38,7 @@ async function seedAddresses(kvPath: string, count: number): Promise<void> {
     const store = openAddressStore(kv, { maxBatch: 500 });
     for (let done = 0; done < count; done += 5_000) {
       const n = Math.min(5_000, count - done);
-      await Promise.all(Array.from({ length: n }, () => store.create(ADDRESS_INPUT)));
+      await Promise.all(Array.from({ length: n }, () => store.create("", ADDRESS_INPUT)));
     }
   } finally {
     kv.close();

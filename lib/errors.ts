@@ -16,9 +16,12 @@ export type ErrorCode =
   | "route-not-found"
   | "method-not-allowed"
   | "not-acceptable"
+  | "id-taken"
+  | "request-in-progress"
   | "precondition-failed"
   | "payload-too-large"
   | "unsupported-media-type"
+  | "idempotency-key-reused"
   | "rate-limited"
   | "service-unavailable"
   | "internal";
@@ -104,6 +107,20 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
       de: "Das gewünschte Format ist nicht verfügbar.",
     },
   },
+  "id-taken": {
+    status: 409,
+    messages: {
+      en: "This identifier is already in use.",
+      de: "Diese Kennung ist bereits vergeben.",
+    },
+  },
+  "request-in-progress": {
+    status: 409,
+    messages: {
+      en: "The same request is still being processed. Please try again shortly.",
+      de: "Dieselbe Anfrage wird noch bearbeitet. Bitte gleich erneut versuchen.",
+    },
+  },
   "precondition-failed": {
     status: 412,
     messages: {
@@ -123,6 +140,13 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
     messages: {
       en: "The request format is not supported.",
       de: "Das Format der Anfrage wird nicht unterstützt.",
+    },
+  },
+  "idempotency-key-reused": {
+    status: 422,
+    messages: {
+      en: "This request key was already used for a different request.",
+      de: "Dieser Anfrageschlüssel wurde bereits für eine andere Anfrage verwendet.",
     },
   },
   "rate-limited": {

@@ -138,7 +138,7 @@ function addressJson(stored: StoredAddress, status: number, type: string, extra 
 export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(createAddress, async (c) => {
     const type = negotiateJson(c.req.header("accept"));
-    const stored = await addresses.create(c.req.valid("json"));
+    const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"));
     return preEncoded(
       addressJson(stored, 201, type, { location: `/addresses/${stored.address.id}` }),
     );
@@ -147,7 +147,7 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
   app.openapi(listAddresses, async (c) => {
     const type = negotiateJson(c.req.header("accept"));
     const { limit, cursor } = c.req.valid("query");
-    const page = await addresses.list({ limit: limit ?? 50, cursor });
+    const page = await addresses.list(c.get("caller").owner, { limit: limit ?? 50, cursor });
     const body = { addresses: page.items.map((s) => s.address), nextCursor: page.nextCursor };
     return preEncoded(
       new Response(JSON.stringify(body), { headers: { "content-type": type, "vary": "Accept" } }),
@@ -157,7 +157,7 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
   app.openapi(getAddress, async (c) => {
     const type = negotiateJson(c.req.header("accept"));
     const { id } = c.req.valid("param");
-    const stored = await addresses.get(id);
+    const stored = await addresses.get(c.get("caller").owner, id);
     if (!stored) throw new AppError("address-not-found", `No address has id ${id}.`);
     return preEncoded(addressJson(stored, 200, type));
   });
@@ -166,7 +166,7 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
     const type = negotiateJson(c.req.header("accept"));
     const { id } = c.req.valid("param");
     const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
-    const stored = await addresses.put(id, c.req.valid("json"), ifMatch);
+    const stored = await addresses.put(c.get("caller").owner, id, c.req.valid("json"), ifMatch);
     if (stored.created) {
       return preEncoded(
         addressJson(stored, 201, type, { location: `/addresses/${stored.address.id}` }),
@@ -177,7 +177,11 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
 
   app.openapi(deleteAddress, async (c) => {
     const { id } = c.req.valid("param");
-    await addresses.delete(id, parseIfMatch(c.req.valid("header")["if-match"]));
+    await addresses.delete(
+      c.get("caller").owner,
+      id,
+      parseIfMatch(c.req.valid("header")["if-match"]),
+    );
     return preEncoded(new Response(null, { status: 204 }));
   });
 }

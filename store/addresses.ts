@@ -1,6 +1,24 @@
 import { AppError } from "../lib/errors.ts";
 import type { Address, AddressInput } from "../lib/schemas.ts";
-import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "./kv_retry.ts";
+import {
+  type AddressStoreOptions,
+  type Created,
+  createIdAllocator,
+  sameInput,
+} from "./address_ids.ts";
+import {
+  addressKey,
+  type AddressRecord,
+  COUNTER,
+  decodeCursor,
+  encodeCursor,
+  ownerKey,
+  ownerPrefix,
+} from "./address_keys.ts";
+import { withKvRetry } from "./kv_retry.ts";
+
+export type { AddressStoreOptions, Created };
+export { decodeCursor, encodeCursor };
 
 /** An address together with the KV versionstamp of the stored record (used as ETag). */
 export interface StoredAddress {
@@ -14,162 +32,239 @@ export interface AddressPage {
   nextCursor: string | null;
 }
 
-/** The address book. Every method may throw AppError (404, 412, 503). */
+/**
+ * The address book. Every address belongs to an owner; another owner's address is absent for
+ * the caller (ids stay global). Every method may throw AppError (404, 409, 412, 422, 503).
+ */
 export interface AddressStore {
-  create(input: AddressInput): Promise<StoredAddress>;
-  get(id: number): Promise<StoredAddress | undefined>;
-  /** Spec 4.6: existing → city and postalCode replaced (name kept); absent → created with a new id. */
+  /** Creates with a new id; with an Idempotency-Key, a repeat replays the first creation. */
+  create(owner: string, input: AddressInput, idempotencyKey?: string): Promise<Created>;
+  get(owner: string, id: number): Promise<StoredAddress | undefined>;
+  /**
+   * Version 1 PUT (spec 4.6): the owner's existing address gets city and postalCode (name kept);
+   * otherwise the body is created with a new id.
+   */
   put(
+    owner: string,
     id: number,
     input: AddressInput,
     ifMatch?: readonly string[],
   ): Promise<StoredAddress & { created: boolean }>;
-  delete(id: number, ifMatch?: readonly string[]): Promise<void>;
-  list(options: { limit: number; cursor?: string | undefined }): Promise<AddressPage>;
+  /**
+   * Version 2 PUT (RFC 9110): an absent id is created at that id, the owner's existing address
+   * is replaced whole; an id another owner holds is 409 `id-taken`.
+   */
+  putAt(
+    owner: string,
+    id: number,
+    input: AddressInput,
+    ifMatch?: readonly string[],
+  ): Promise<StoredAddress & { created: boolean }>;
+  /** Changes the owner's address to what `change` makes of it (re-run on a concurrent write). */
+  patch(
+    owner: string,
+    id: number,
+    change: (current: Address) => AddressInput,
+    ifMatch?: readonly string[],
+  ): Promise<StoredAddress>;
+  delete(owner: string, id: number, ifMatch?: readonly string[]): Promise<void>;
+  list(
+    owner: string,
+    options: { limit: number; cursor?: string | undefined },
+  ): Promise<AddressPage>;
 }
 
-/** Tuning of the group commit that allocates ids. */
-export interface AddressStoreOptions {
-  /** Most creations committed in one atomic operation (KV allows 1000 mutations). */
-  maxBatch?: number;
-  /** Conflicts on the counter (other processes) retried before giving up with 503. */
-  maxConflicts?: number;
+/** If-Match semantics (RFC 9110 13.1.1): `*` matches any current version. */
+function matches(ifMatch: readonly string[], versionstamp: string): boolean {
+  return ifMatch.includes("*") || ifMatch.includes(versionstamp);
 }
 
-const COUNTER = ["counters", "addresses"] as const;
-const PREFIX = "addresses";
-
-function addressKey(id: number): Deno.KvKey {
-  return [PREFIX, id];
+function preconditionFailed(id: number): AppError {
+  return new AppError(
+    "precondition-failed",
+    `If-Match does not match the current version of address ${id}.`,
+  );
 }
 
-interface Waiter {
-  input: AddressInput;
-  resolve(value: StoredAddress): void;
-  reject(reason: unknown): void;
+function notFound(id: number): AppError {
+  return new AppError("address-not-found", `No address has id ${id}.`);
 }
 
 /**
- * Opens the address book on a KV handle.
- *
- * Ids come from one counter that only advances inside an atomic operation that checks it, so ids
- * stay unique when several processes share one KV. Creations waiting in this process are committed
- * together: one counter read and one atomic operation for the whole batch, instead of every request
- * racing for the counter. Each creation is answered only after its batch committed.
+ * Opens the address book on a KV handle (see address_keys.ts for the layout and address_ids.ts
+ * for how ids are allocated). Every write of an address sets its record and its owner-index entry
+ * in one atomic operation that checks the record, so the two never disagree.
  */
 export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {}): AddressStore {
-  const maxBatch = options.maxBatch ?? 200;
-  const maxConflicts = options.maxConflicts ?? 50;
-  const queue: Waiter[] = [];
-  let draining = false;
+  const { allocate } = createIdAllocator(kv, options);
+  // Keyed creations running in this process, so a duplicate waits for the first and replays it.
+  const running = new Map<string, { input: AddressInput; done: Promise<Created> }>();
 
-  async function commitBatch(batch: Waiter[]): Promise<void> {
-    for (let conflicts = 0;; conflicts++) {
-      const counter = await withKvRetry(() => kv.get<Deno.KvU64>(COUNTER));
-      const last = counter.value === null ? 0 : Number(counter.value.value);
-      const op = kv.atomic()
-        .check({ key: COUNTER, versionstamp: counter.versionstamp })
-        .set(COUNTER, new Deno.KvU64(BigInt(last + batch.length)));
-      const addresses = batch.map((w, i) => ({ id: last + 1 + i, ...w.input }));
-      for (const address of addresses) op.set(addressKey(address.id), address);
-      const result = await withKvRetry(() => op.commit());
-      if (result.ok) {
-        batch.forEach((w, i) =>
-          w.resolve({ address: addresses[i]!, versionstamp: result.versionstamp })
+  async function create(owner: string, input: AddressInput, key?: string): Promise<Created> {
+    if (key === undefined) return await allocate(owner, input);
+    const slot = JSON.stringify([owner, key]);
+    for (let first = running.get(slot); first !== undefined; first = running.get(slot)) {
+      if (!sameInput(first.input, input)) {
+        throw new AppError(
+          "request-in-progress",
+          "A request with this Idempotency-Key and another body is still in progress.",
         );
-        return;
       }
-      if (conflicts + 1 >= maxConflicts) {
-        throw new AppError("service-unavailable", "The id counter stayed contended.", {
-          retryAfter: 1,
-        });
+      try {
+        return { ...(await first.done), replayed: true };
+      } catch {
+        // The first attempt failed and stored nothing: this request tries itself.
       }
-      await sleep(backoffDelay(Math.min(conflicts, 6), DEFAULT_RETRY));
     }
-  }
-
-  async function drain(): Promise<void> {
-    draining = true;
+    const done = allocate(owner, input, key);
+    running.set(slot, { input, done });
     try {
-      while (queue.length > 0) {
-        const batch = queue.splice(0, maxBatch);
-        try {
-          await commitBatch(batch);
-        } catch (error) {
-          for (const w of batch) w.reject(error);
-        }
-      }
+      return await done;
     } finally {
-      draining = false;
+      running.delete(slot);
     }
   }
 
-  function create(input: AddressInput): Promise<StoredAddress> {
-    return new Promise((resolve, reject) => {
-      queue.push({
-        input: { name: input.name, city: input.city, postalCode: input.postalCode },
-        resolve,
-        reject,
-      });
-      if (!draining) void drain();
-    });
+  function read(id: number) {
+    return withKvRetry(() => kv.get<AddressRecord>(addressKey(id)));
   }
 
-  async function get(id: number): Promise<StoredAddress | undefined> {
-    const entry = await withKvRetry(() => kv.get<Address>(addressKey(id)));
-    return entry.value === null
+  async function get(owner: string, id: number): Promise<StoredAddress | undefined> {
+    const entry = await read(id);
+    return entry.value === null || entry.value.owner !== owner
       ? undefined
-      : { address: entry.value, versionstamp: entry.versionstamp };
+      : { address: entry.value.address, versionstamp: entry.versionstamp };
   }
 
-  function preconditionFailed(id: number): AppError {
-    return new AppError(
-      "precondition-failed",
-      `If-Match does not match the current version of address ${id}.`,
+  /** Replaces the owner's address in `entry` with `address`; null when `entry` is stale. */
+  async function replace(
+    entry: Deno.KvEntry<AddressRecord>,
+    address: Address,
+  ): Promise<StoredAddress | null> {
+    const { owner } = entry.value;
+    const result = await withKvRetry(() =>
+      kv.atomic().check(entry).set(entry.key, { owner, address })
+        .set(ownerKey(owner, address.id), address).commit()
     );
+    return result.ok ? { address, versionstamp: result.versionstamp } : null;
   }
 
-  async function put(id: number, input: AddressInput, ifMatch?: readonly string[]) {
+  async function put(owner: string, id: number, input: AddressInput, ifMatch?: readonly string[]) {
     for (;;) {
-      const entry = await withKvRetry(() => kv.get<Address>(addressKey(id)));
-      if (entry.value === null) {
+      const entry = await read(id);
+      if (entry.value === null || entry.value.owner !== owner) {
         if (ifMatch !== undefined) throw preconditionFailed(id);
-        return { ...(await create(input)), created: true };
+        // Spec 4.6 rule 2: stored as new with a generated id (also when another owner holds id).
+        return { ...(await create(owner, input)), created: true };
       }
       if (ifMatch !== undefined && !matches(ifMatch, entry.versionstamp)) {
         throw preconditionFailed(id);
       }
-      const updated: Address = { ...entry.value, city: input.city, postalCode: input.postalCode };
-      const result = await withKvRetry(() =>
-        kv.atomic().check(entry).set(addressKey(id), updated).commit()
-      );
-      if (result.ok) return { address: updated, versionstamp: result.versionstamp, created: false };
+      const updated = { ...entry.value.address, city: input.city, postalCode: input.postalCode };
+      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated);
+      if (stored) return { ...stored, created: false };
       // Changed or deleted between read and write: with If-Match that is the client's conflict,
       // without it the latest state decides again.
       if (ifMatch !== undefined) throw preconditionFailed(id);
     }
   }
 
-  async function remove(id: number, ifMatch?: readonly string[]): Promise<void> {
+  async function putAt(
+    owner: string,
+    id: number,
+    input: AddressInput,
+    ifMatch?: readonly string[],
+  ) {
+    const address: Address = {
+      id,
+      name: input.name,
+      city: input.city,
+      postalCode: input.postalCode,
+    };
     for (;;) {
-      const entry = await withKvRetry(() => kv.get<Address>(addressKey(id)));
-      if (entry.value === null) throw new AppError("address-not-found", `No address has id ${id}.`);
+      const entry = await read(id);
+      if (entry.value !== null) {
+        if (entry.value.owner !== owner) {
+          // Another owner's address is absent for this caller: If-Match on it cannot match.
+          if (ifMatch !== undefined) throw preconditionFailed(id);
+          throw new AppError("id-taken", `Address id ${id} is not available.`);
+        }
+        if (ifMatch !== undefined && !matches(ifMatch, entry.versionstamp)) {
+          throw preconditionFailed(id);
+        }
+        const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
+        if (stored) return { ...stored, created: false };
+        if (ifMatch !== undefined) throw preconditionFailed(id);
+        continue;
+      }
+      if (ifMatch !== undefined) throw preconditionFailed(id);
+      const counter = await withKvRetry(() => kv.get<Deno.KvU64>(COUNTER));
+      const last = counter.value === null ? 0 : Number(counter.value.value);
+      const op = kv.atomic().check({ key: addressKey(id), versionstamp: null })
+        .set(addressKey(id), { owner, address } satisfies AddressRecord)
+        .set(ownerKey(owner, id), address);
+      // Above the counter, POST might hand this id out next: rewriting the counter (same value,
+      // new versionstamp) makes any batch that read it before this commit fail and re-read.
+      if (id > last) {
+        op.check(counter).set(COUNTER, new Deno.KvU64(BigInt(last)));
+      }
+      const result = await withKvRetry(() => op.commit());
+      if (result.ok) return { address, versionstamp: result.versionstamp, created: true };
+    }
+  }
+
+  async function patch(
+    owner: string,
+    id: number,
+    change: (current: Address) => AddressInput,
+    ifMatch?: readonly string[],
+  ): Promise<StoredAddress> {
+    for (;;) {
+      const entry = await read(id);
+      if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
+      if (ifMatch !== undefined && !matches(ifMatch, entry.versionstamp)) {
+        throw preconditionFailed(id);
+      }
+      const current = entry.value.address;
+      const input = change(current);
+      const address: Address = {
+        id,
+        name: input.name,
+        city: input.city,
+        postalCode: input.postalCode,
+      };
+      // Nothing changes: no write, and the ETag stays.
+      if (sameInput(address, current)) {
+        return { address: current, versionstamp: entry.versionstamp };
+      }
+      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
+      if (stored) return stored;
+      if (ifMatch !== undefined) throw preconditionFailed(id);
+    }
+  }
+
+  async function remove(owner: string, id: number, ifMatch?: readonly string[]): Promise<void> {
+    for (;;) {
+      const entry = await read(id);
+      if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
       if (ifMatch !== undefined && !matches(ifMatch, entry.versionstamp)) {
         throw preconditionFailed(id);
       }
       const result = await withKvRetry(() =>
-        kv.atomic().check(entry).delete(addressKey(id)).commit()
+        kv.atomic().check(entry).delete(addressKey(id)).delete(ownerKey(owner, id)).commit()
       );
       if (result.ok) return;
     }
   }
 
-  async function list({ limit, cursor }: { limit: number; cursor?: string | undefined }) {
+  async function list(
+    owner: string,
+    { limit, cursor }: { limit: number; cursor?: string | undefined },
+  ): Promise<AddressPage> {
     const after = cursor === undefined ? 0 : decodeCursor(cursor);
     const items: StoredAddress[] = [];
-    const selector = after > 0
-      ? { prefix: [PREFIX], start: addressKey(after + 1) }
-      : { prefix: [PREFIX] };
+    const prefix = ownerPrefix(owner);
+    const selector = after > 0 ? { prefix, start: ownerKey(owner, after + 1) } : { prefix };
     await withKvRetry(async () => {
       items.length = 0;
       for await (const e of kv.list<Address>(selector, { limit: limit + 1 })) {
@@ -181,34 +276,5 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     return { items, nextCursor: more ? encodeCursor(items[items.length - 1]!.address.id) : null };
   }
 
-  return { create, get, put, delete: remove, list };
-}
-
-/** If-Match semantics (RFC 9110 13.1.1): `*` matches any current version. */
-function matches(ifMatch: readonly string[], versionstamp: string): boolean {
-  return ifMatch.includes("*") || ifMatch.includes(versionstamp);
-}
-
-/** Opaque page cursor: the last id of the page, base64url-encoded with a version tag. */
-export function encodeCursor(lastId: number): string {
-  return btoa(`a1:${lastId}`).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
-/** Decodes a cursor from `encodeCursor`; anything else is a 400 `invalid-parameter`. */
-export function decodeCursor(cursor: string): number {
-  const invalid = new AppError(
-    "invalid-parameter",
-    "Query parameter cursor is not a cursor this server issued.",
-  );
-  if (!/^[A-Za-z0-9_-]{1,40}$/.test(cursor)) throw invalid;
-  let text: string;
-  try {
-    text = atob(cursor.replaceAll("-", "+").replaceAll("_", "/"));
-  } catch {
-    throw invalid;
-  }
-  const match = /^a1:([1-9][0-9]{0,15})$/.exec(text);
-  const id = match ? Number(match[1]) : NaN;
-  if (!Number.isSafeInteger(id)) throw invalid;
-  return id;
+  return { create, get, put, putAt, patch, delete: remove, list };
 }

@@ -119,3 +119,33 @@ Deno.test("a bad environment variable stops start-up with one line naming it", a
     assert.ok(text.startsWith(`invalid ${name}=`), text);
   }
 });
+
+Deno.test("addresses from before ownership: two processes starting together migrate them once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "books-migrate-" });
+  const env = { KV_PATH: `${dir}/kv.sqlite3`, GRPC_PORT: "off" };
+  try {
+    // A KV file in the layout before ownership: bare addresses, the counter at 120.
+    const kv = await Deno.openKv(env.KV_PATH);
+    for (let id = 1; id <= 120; id++) {
+      await kv.set(["addresses", id], { id, name: `old${id}`, city: "Bonn", postalCode: "53111" });
+    }
+    await kv.set(["counters", "addresses"], new Deno.KvU64(120n));
+    kv.close();
+
+    const [a, b] = await Promise.all([spawnServer(env), spawnServer(env)]);
+    try {
+      const listed = await listAll(a.httpUrl);
+      assert.equal(listed.length, 120);
+      assert.deepEqual(listed[6], { id: 7, name: "old7", city: "Bonn", postalCode: "53111" });
+      const one = await fetch(`${b.httpUrl}/addresses/7`);
+      assert.equal(one.status, 200);
+      assert.deepEqual(await one.json(), listed[6]);
+      assert.equal((await (await create(b.httpUrl, "new")).json()).id, 121);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

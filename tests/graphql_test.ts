@@ -410,7 +410,15 @@ function storeWithFailingBook(): Store {
   const fail = () => Promise.reject(new Error("unused"));
   return {
     books: { ...good, list: () => catalogue },
-    addresses: { create: fail, get: fail, put: fail, delete: fail, list: fail },
+    addresses: {
+      create: fail,
+      get: fail,
+      put: fail,
+      putAt: fail,
+      patch: fail,
+      delete: fail,
+      list: fail,
+    },
     ping: () => Promise.resolve(),
   };
 }

@@ -90,7 +90,15 @@ function emptyStore(): Store {
   const none = () => Promise.resolve(undefined as never);
   return {
     books: createBookStore([]),
-    addresses: { create: none, get: none, put: none, delete: none, list: none },
+    addresses: {
+      create: none,
+      get: none,
+      put: none,
+      putAt: none,
+      patch: none,
+      delete: none,
+      list: none,
+    },
     ping: () => Promise.resolve(),
   };
 }

@@ -385,7 +385,15 @@ function brokenStore(): Store {
   const fail = () => Promise.reject(new Error("disk on fire: secret-internal-detail"));
   return {
     books: createBookStore([]),
-    addresses: { create: fail, get: fail, put: fail, delete: fail, list: fail },
+    addresses: {
+      create: fail,
+      get: fail,
+      put: fail,
+      putAt: fail,
+      patch: fail,
+      delete: fail,
+      list: fail,
+    },
     ping: fail,
   };
 }

@@ -11,6 +11,7 @@ const SEED: Book[] = [
   { id: 10, title: "C", year: 2001, author: { firstName: "H", lastName: "N" } },
 ];
 const input = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
+const OWNER = "alice";
 
 Deno.test("book store seeds once, lists by ascending id, and serves cached JSON", async () => {
   using kv = await Deno.openKv(":memory:");
@@ -44,46 +45,49 @@ Deno.test("seeding more than one atomic operation's worth of books", async () =>
 Deno.test("address create/get/put/delete keep the spec's rules", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = openAddressStore(kv);
-  const a = await store.create(input);
-  const b = await store.create({ ...input, name: "Bob" });
+  const a = await store.create(OWNER, input);
+  const b = await store.create(OWNER, { ...input, name: "Bob" });
   assert.deepEqual([a.address.id, b.address.id], [1, 2]);
-  assert.deepEqual((await store.get(1))?.address, { id: 1, ...input });
+  assert.deepEqual((await store.get(OWNER, 1))?.address, { id: 1, ...input });
 
   // Existing: city and postalCode replaced, name kept.
-  const put = await store.put(1, { name: "Other", city: "Paris", postalCode: "75001" });
+  const put = await store.put(OWNER, 1, { name: "Other", city: "Paris", postalCode: "75001" });
   assert.equal(put.created, false);
   assert.deepEqual(put.address, { id: 1, name: "Ada", city: "Paris", postalCode: "75001" });
   assert.notEqual(put.versionstamp, a.versionstamp);
 
   // Absent: stored as new with a generated id, not the path id.
-  const created = await store.put(77, { name: "New", city: "Rome", postalCode: "00100" });
+  const created = await store.put(OWNER, 77, { name: "New", city: "Rome", postalCode: "00100" });
   assert.equal(created.created, true);
   assert.equal(created.address.id, 3);
-  assert.equal(await store.get(77), undefined);
+  assert.equal(await store.get(OWNER, 77), undefined);
 
-  await store.delete(2);
-  assert.equal(await store.get(2), undefined);
+  await store.delete(OWNER, 2);
+  assert.equal(await store.get(OWNER, 2), undefined);
   await assert.rejects(
-    store.delete(2),
+    store.delete(OWNER, 2),
     (e) => e instanceof AppError && e.code === "address-not-found",
   );
   // Ids are never reused after a delete.
-  assert.equal((await store.create(input)).address.id, 4);
+  assert.equal((await store.create(OWNER, input)).address.id, 4);
 });
 
 Deno.test("If-Match: a stale versionstamp is 412 and changes nothing", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = openAddressStore(kv);
-  const a = await store.create(input);
-  const updated = await store.put(1, { ...input, city: "Bath" }, [a.versionstamp]);
+  const a = await store.create(OWNER, input);
+  const updated = await store.put(OWNER, 1, { ...input, city: "Bath" }, [a.versionstamp]);
   assert.equal(updated.address.city, "Bath");
   const isPrecondition = (e: unknown) => e instanceof AppError && e.code === "precondition-failed";
-  await assert.rejects(store.put(1, { ...input, city: "York" }, [a.versionstamp]), isPrecondition);
-  await assert.rejects(store.delete(1, [a.versionstamp]), isPrecondition);
-  await assert.rejects(store.put(50, input, ["*"]), isPrecondition);
-  assert.equal((await store.get(1))?.address.city, "Bath");
-  await store.delete(1, ["*"]);
-  assert.equal(await store.get(1), undefined);
+  await assert.rejects(
+    store.put(OWNER, 1, { ...input, city: "York" }, [a.versionstamp]),
+    isPrecondition,
+  );
+  await assert.rejects(store.delete(OWNER, 1, [a.versionstamp]), isPrecondition);
+  await assert.rejects(store.put(OWNER, 50, input, ["*"]), isPrecondition);
+  assert.equal((await store.get(OWNER, 1))?.address.city, "Bath");
+  await store.delete(OWNER, 1, ["*"]);
+  assert.equal(await store.get(OWNER, 1), undefined);
 });
 
 Deno.test("concurrent creations from two stores on one KV get unique ids", async () => {
@@ -91,31 +95,36 @@ Deno.test("concurrent creations from two stores on one KV get unique ids", async
   const one = openAddressStore(kv, { maxBatch: 7 });
   const two = openAddressStore(kv, { maxBatch: 5 });
   const created = await Promise.all(
-    Array.from({ length: 300 }, (_, i) => (i % 2 ? one : two).create({ ...input, name: `n${i}` })),
+    Array.from(
+      { length: 300 },
+      (_, i) => (i % 2 ? one : two).create(OWNER, { ...input, name: `n${i}` }),
+    ),
   );
   const ids = created.map((c) => c.address.id);
   assert.equal(new Set(ids).size, 300);
   assert.equal(Math.max(...ids), 300);
-  for (const c of created) assert.deepEqual((await one.get(c.address.id))?.address, c.address);
+  for (const c of created) {
+    assert.deepEqual((await one.get(OWNER, c.address.id))?.address, c.address);
+  }
 });
 
 Deno.test("list pages by ascending id with an opaque cursor", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = openAddressStore(kv);
-  for (let i = 0; i < 7; i++) await store.create({ ...input, name: `n${i}` });
-  await store.delete(3);
+  for (let i = 0; i < 7; i++) await store.create(OWNER, { ...input, name: `n${i}` });
+  await store.delete(OWNER, 3);
   const seen: number[] = [];
   let cursor: string | undefined;
   let pages = 0;
   do {
-    const page = await store.list({ limit: 2, cursor });
+    const page = await store.list(OWNER, { limit: 2, cursor });
     seen.push(...page.items.map((s) => s.address.id));
     cursor = page.nextCursor ?? undefined;
     pages++;
   } while (cursor);
   assert.deepEqual(seen, [1, 2, 4, 5, 6, 7]);
   assert.equal(pages, 3);
-  const all = await store.list({ limit: 50 });
+  const all = await store.list(OWNER, { limit: 50 });
   assert.equal(all.nextCursor, null);
 });
 

@@ -6,7 +6,15 @@ export function catalogueOnly(books: Store["books"]): Store {
   const unused = () => Promise.reject(new Error("not used by these tests"));
   return {
     books,
-    addresses: { create: unused, get: unused, put: unused, delete: unused, list: unused },
+    addresses: {
+      create: unused,
+      get: unused,
+      put: unused,
+      putAt: unused,
+      patch: unused,
+      delete: unused,
+      list: unused,
+    },
     ping: () => Promise.resolve(),
   };
 }
