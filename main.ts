@@ -3,6 +3,8 @@ import { createLogger, type Logger } from "./lib/log.ts";
 import { createApp } from "./edge/app.ts";
 import { withHotReads } from "./edge/hot_reads.ts";
 import { withCachedGraphql } from "./edge/graphql_cached.ts";
+import { withGate } from "./edge/gate.ts";
+import { openGate } from "./lib/gate.ts";
 import { createResultCache } from "./graphql/result_cache.ts";
 import { type GrpcListener, startGrpcListener } from "./rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "./rpc/grpc_supervisor.ts";
@@ -44,6 +46,18 @@ export async function startServer(
     kv.close();
     throw error;
   }
+  let gate;
+  try {
+    gate = await openGate(config);
+  } catch (error) {
+    kv.close();
+    throw error;
+  }
+  if (config.auth === undefined) {
+    logger.warn("authentication is off: the address book is open to anyone", {
+      hint: "set AUTH_JWT_SECRET, AUTH_JWKS_FILE or AUTH_JWKS_URL",
+    });
+  }
   const graphqlResults = createResultCache();
   const app = createApp({
     store,
@@ -53,15 +67,20 @@ export async function startServer(
     isListening: () => listening && grpcServing(),
     graphql: config.graphql,
     graphqlResults,
+    corsOrigins: config.corsOrigins,
   });
   const books = store.books;
-  const handler = withHotReads(
+  const front = withHotReads(
     { books, logger },
     withCachedGraphql(
       { books, logger, results: graphqlResults, config: config.graphql },
       app.fetch,
     ),
   );
+  // Decided once: with neither a gate nor CORS, requests go straight to the front answers.
+  const handler = gate === undefined && config.corsOrigins === undefined
+    ? front
+    : withGate({ gate, cors: config.corsOrigins !== undefined }, front, app.fetch);
   const http = Deno.serve({
     port: config.port,
     hostname: config.host,
@@ -78,8 +97,10 @@ export async function startServer(
           kvPath: config.kvPath,
           booksFile: config.booksFile,
           logLevel: config.logLevel,
+          auth: config.auth,
+          rateLimit: config.rateLimit,
         }, logger)
-        : await startGrpcListener(listen, { books, logger });
+        : await startGrpcListener(listen, { books, logger, gate });
     } catch (error) {
       await http.shutdown();
       kv.close();

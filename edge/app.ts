@@ -11,6 +11,9 @@ import { healthRoutes } from "../routes/health.ts";
 import { jsonObjectBody, requestContext } from "./middleware.ts";
 import { allowedMethods } from "../lib/allowed_methods.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
+import { corsMiddleware } from "./cors.ts";
+import { gateMiddleware } from "./gate.ts";
+import { pageHeaders } from "./secure_headers.ts";
 import { rpcRoutes } from "../rpc/http_routes.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
@@ -30,6 +33,8 @@ export interface AppDeps {
   graphql?: GraphqlConfig;
   /** GraphQL's result cache, when something in front of the app answers from it too. */
   graphqlResults?: ResultCache;
+  /** `CORS_ORIGINS`; no CORS headers when undefined. */
+  corsOrigins?: "*" | string[] | undefined;
 }
 
 interface ZodIssueLike {
@@ -74,6 +79,9 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
 
   app.use("*", requestContext(deps.logger));
+  if (deps.corsOrigins !== undefined) app.use("*", corsMiddleware(deps.corsOrigins));
+  app.use("*", gateMiddleware());
+  app.use("*", pageHeaders());
   // "/addresses/*" also matches "/addresses" itself.
   app.use("/addresses/*", jsonObjectBody(deps.maxBodyBytes));
 

@@ -22,6 +22,9 @@ export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
     // Hot handlers put the id into the headers they build: changing the headers of a finished
     // Response costs Deno.serve its fast path.
     if (!c.res.headers.has("x-request-id")) c.res.headers.set("x-request-id", requestId);
+    if (!c.res.headers.has("x-content-type-options")) {
+      c.res.headers.set("x-content-type-options", "nosniff");
+    }
     logger.request({
       method: c.req.method,
       path: c.req.path,

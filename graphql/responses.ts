@@ -26,7 +26,11 @@ export function dataResponse(
   requestId: string,
 ): Response {
   return new Response(body, {
-    headers: { "content-type": CONTENT_TYPE[type], "x-request-id": requestId },
+    headers: {
+      "content-type": CONTENT_TYPE[type],
+      "x-request-id": requestId,
+      "x-content-type-options": "nosniff",
+    },
   });
 }
 

@@ -1,4 +1,5 @@
 import type { Caller } from "./caller.ts";
+import type { AppError } from "./errors.ts";
 
 /** Hono environment shared by every route: per-request variables set by middleware. */
 export interface AppEnv {
@@ -6,6 +7,8 @@ export interface AppEnv {
     requestId: string;
     /** Who is calling (set by the edge before any route runs). */
     caller: Caller;
+    /** The gate's refusal of an RPC call, rendered by Connect in the client's protocol. */
+    refusal: AppError | undefined;
   };
 }
 

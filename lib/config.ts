@@ -24,7 +24,41 @@ const ConfigSchema = z.object({
   GRAPHQL_MAX_DIRECTIVES: positiveInt.default(50),
   GRAPHQL_MAX_COST: positiveInt.default(1000),
   GRAPHQL_INTROSPECTION: z.enum(["true", "false"], "must be true or false").default("true"),
+  // The secret's value never appears in a message: only its length is checked here.
+  AUTH_JWT_SECRET: z.string().refine(
+    (s) => new TextEncoder().encode(s).byteLength >= 32,
+    "must be at least 32 bytes",
+  ).optional(),
+  AUTH_JWKS_FILE: z.string().min(1).optional(),
+  AUTH_JWKS_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
+  AUTH_ISSUER: z.string().min(1).optional(),
+  AUTH_AUDIENCE: z.string().min(1).optional(),
+  AUTH_BOOKS: z.enum(["public", "required"], "must be public or required").default("public"),
+  RATE_LIMIT: z.string().regex(
+    /^[1-9][0-9]{0,8}\/(s|min|h)$/,
+    "must be <n>/s, <n>/min or <n>/h",
+  ).optional(),
+  CORS_ORIGINS: z.string().refine(
+    validOrigins,
+    "must be * or comma-separated origins such as " +
+      "https://app.example.com",
+  ).optional(),
 });
+
+/** Variables whose value must never be echoed in an error message. */
+const SECRET_VARIABLES = new Set(["AUTH_JWT_SECRET"]);
+
+function validOrigins(value: string): boolean {
+  if (value.trim() === "*") return true;
+  return value.split(",").every((part) => {
+    const origin = part.trim();
+    try {
+      return new URL(origin).origin === origin && /^https?:/.test(origin);
+    } catch {
+      return false;
+    }
+  });
+}
 
 /** Validated server configuration. */
 export interface Config {
@@ -41,7 +75,35 @@ export interface Config {
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** GraphQL limits, checked before execution, and whether introspection is allowed. */
   graphql: GraphqlConfig;
+  /** JWT bearer authentication; undefined when off. */
+  auth: AuthConfig | undefined;
+  /** `RATE_LIMIT`: requests per window and client; undefined when off. */
+  rateLimit: RateLimitConfig | undefined;
+  /** `CORS_ORIGINS`: `*` or the allowed origins; undefined when off. */
+  corsOrigins: "*" | string[] | undefined;
 }
+
+/** Authentication settings (`AUTH_*`). At least one key source is set. */
+export interface AuthConfig {
+  /** HS256 secret (UTF-8 bytes of `AUTH_JWT_SECRET`). */
+  secret: string | undefined;
+  /** JWKS file of public keys (RS256, ES256, EdDSA). */
+  jwksFile: string | undefined;
+  /** JWKS URL, fetched and cached, rotation followed. */
+  jwksUrl: string | undefined;
+  issuer: string | undefined;
+  audience: string | undefined;
+  /** `AUTH_BOOKS=required`: reading books needs the `books:read` scope. */
+  booksRequired: boolean;
+}
+
+/** A token bucket per client: `limit` requests per `windowSeconds`. */
+export interface RateLimitConfig {
+  limit: number;
+  windowSeconds: number;
+}
+
+const WINDOW_SECONDS: Record<string, number> = { s: 1, min: 60, h: 3600 };
 
 /** GraphQL settings (`GRAPHQL_*`). */
 export interface GraphqlConfig {
@@ -68,7 +130,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0]);
-    throw new ConfigError(`invalid ${name}=${JSON.stringify(picked[name])}: ${issue.message}`);
+    const shown = SECRET_VARIABLES.has(name) ? "" : `=${JSON.stringify(picked[name])}`;
+    throw new ConfigError(`invalid ${name}${shown}: ${issue.message}`);
   }
   const c = parsed.data;
   if ((c.GRPC_TLS_CERT === undefined) !== (c.GRPC_TLS_KEY === undefined)) {
@@ -77,6 +140,23 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       : ["GRPC_TLS_KEY", "GRPC_TLS_CERT"];
     throw new ConfigError(`invalid ${missing}: must be set together with ${other}`);
   }
+  const keyed = c.AUTH_JWT_SECRET ?? c.AUTH_JWKS_FILE ?? c.AUTH_JWKS_URL;
+  if (keyed === undefined) {
+    for (const name of ["AUTH_ISSUER", "AUTH_AUDIENCE"] as const) {
+      if (c[name] !== undefined) {
+        throw new ConfigError(
+          `invalid ${name}: needs AUTH_JWT_SECRET, AUTH_JWKS_FILE or AUTH_JWKS_URL`,
+        );
+      }
+    }
+    if (c.AUTH_BOOKS === "required") {
+      throw new ConfigError(
+        "invalid AUTH_BOOKS=required: needs AUTH_JWT_SECRET, AUTH_JWKS_FILE or AUTH_JWKS_URL",
+      );
+    }
+  }
+  const rate = c.RATE_LIMIT?.split("/");
+  const origins = c.CORS_ORIGINS?.trim();
   return {
     port: c.PORT,
     grpcPort: c.GRPC_PORT,
@@ -98,5 +178,21 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxCost: c.GRAPHQL_MAX_COST,
       introspection: c.GRAPHQL_INTROSPECTION === "true",
     },
+    auth: keyed === undefined ? undefined : {
+      secret: c.AUTH_JWT_SECRET,
+      jwksFile: c.AUTH_JWKS_FILE,
+      jwksUrl: c.AUTH_JWKS_URL,
+      issuer: c.AUTH_ISSUER,
+      audience: c.AUTH_AUDIENCE,
+      booksRequired: c.AUTH_BOOKS === "required",
+    },
+    rateLimit: rate === undefined
+      ? undefined
+      : { limit: Number(rate[0]), windowSeconds: WINDOW_SECONDS[rate[1]!]! },
+    corsOrigins: origins === undefined
+      ? undefined
+      : origins === "*"
+      ? "*"
+      : origins.split(",").map((o) => o.trim()),
   };
 }

@@ -39,8 +39,13 @@ export function acceptableJson(accept: string | undefined | null): string | unde
 
 /**
  * Headers of a negotiated JSON answer: its type, `Vary: Accept` (the type depends on `Accept`, so
- * caches must key on it; spec 9) and the request id.
+ * caches must key on it; spec 9), the request id and `nosniff` (on every response).
  */
 export function jsonHeaders(type: string, requestId: string): Record<string, string> {
-  return { "content-type": type, "vary": "Accept", "x-request-id": requestId };
+  return {
+    "content-type": type,
+    "vary": "Accept",
+    "x-request-id": requestId,
+    "x-content-type-options": "nosniff",
+  };
 }

@@ -43,6 +43,8 @@ export function booksFastPath(deps: {
   fallback: UniversalHandler;
   /** Reads and drops what is left of a request body the answer did not need. */
   drain: (stream: http2.ServerHttp2Stream) => void;
+  /** Extra response headers of a stream (the gate's RateLimit), if any. */
+  headersOf?: (stream: http2.ServerHttp2Stream) => Record<string, string> | undefined;
 }): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
   const { books, logger } = deps;
   let cached: { source: unknown; frame: Buffer } | undefined;
@@ -80,6 +82,7 @@ export function booksFastPath(deps: {
       ":status": 200,
       "content-type": "application/grpc+proto",
       "x-request-id": requestId,
+      ...deps.headersOf?.(stream),
     }, { waitForTrailers: true });
     stream.once("wantTrailers", sendOkTrailers);
     stream.end(body);

@@ -4,7 +4,8 @@
  * URL as a `grpc listening` log line on stdout. It stops gracefully on SIGTERM, or when its
  * stdin closes (the HTTP process is gone), so it never outlives its supervisor.
  */
-import { ConfigError } from "../lib/config.ts";
+import { type AuthConfig, ConfigError, type RateLimitConfig } from "../lib/config.ts";
+import { openGate } from "../lib/gate.ts";
 import { createLogger, type LogLevel } from "../lib/log.ts";
 import { openBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
@@ -18,6 +19,9 @@ export interface GrpcChildConfig {
   booksFile: string | undefined;
   tls: { certFile: string; keyFile: string } | undefined;
   logLevel: LogLevel;
+  /** The gate's settings: this process runs its own gate (its own rate-limit buckets). */
+  auth: AuthConfig | undefined;
+  rateLimit: RateLimitConfig | undefined;
 }
 
 /** Environment variable carrying the child's configuration. */
@@ -25,13 +29,14 @@ export const CHILD_CONFIG_ENV = "GRPC_CHILD_CONFIG";
 
 async function runChild(config: GrpcChildConfig): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
+  const gate = await openGate(config);
   const seed = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
   const kv = await openKv(config.kvPath);
   // The catalogue is read-only and kept in memory, so KV is closed once it is loaded.
   const books = await openBookStore(kv, seed).finally(() => kv.close());
   const listener = await startGrpcListener(
     { port: config.port, host: config.host, tls: config.tls },
-    { books, logger },
+    { books, logger, gate },
   );
   logger.always("grpc listening", { grpc: listener.url, pid: Deno.pid });
   logger.flush();

@@ -9,11 +9,13 @@ import type { Logger } from "../lib/log.ts";
 import type { BookStore } from "../store/books.ts";
 import { createHealthState, ServingStatus } from "./health_service.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
-import { requestIdKey } from "./interceptor.ts";
+import { gateKey, requestIdKey } from "./interceptor.ts";
 import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
 import { createGoawayFilter } from "./goaway_filter.ts";
 import { APP_SERVICES, grpcListenerRoutes, handlerOptions, MAX_MESSAGE_BYTES } from "./router.ts";
 import { unknownMethod } from "./unknown_method.ts";
+import type { Decision, Gate } from "../lib/gate.ts";
+import { gatedRequests, gatedStreams, type PendingDecision } from "./gated.ts";
 
 /** Where and how the gRPC listener binds. */
 export interface GrpcListenerConfig {
@@ -51,9 +53,11 @@ const DRAIN_MAX_MS = 10_000;
 /** Starts the HTTP/2 listener serving gRPC, gRPC-Web and Connect, health and reflection. */
 export async function startGrpcListener(
   config: GrpcListenerConfig,
-  deps: { books: BookStore; logger: Logger },
+  deps: { books: BookStore; logger: Logger; gate?: Gate | undefined },
 ): Promise<GrpcListener> {
-  const { logger } = deps;
+  const { logger, gate } = deps;
+  // The gate's decision per HTTP/2 stream (or HTTP/1.1 request), taken before anything answers.
+  const decisions = new WeakMap<object, PendingDecision>();
   const health = createHealthState(APP_SERVICES.map((s) => s.typeName));
   const stopStreams = new AbortController();
   const routes = grpcListenerRoutes({ books: deps.books, health });
@@ -66,11 +70,14 @@ export async function startGrpcListener(
       booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_PATH);
     },
     ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
-    contextValues: (req) =>
-      createContextValues().set(
+    contextValues: (req) => {
+      const values = createContextValues().set(
         requestIdKey,
         requestIdFrom(String(req.headers["x-request-id"] ?? "")),
-      ),
+      );
+      const decision = gate && decisions.get(("stream" in req && req.stream) || req);
+      return decision === undefined ? values : values.set(gateKey, decision);
+    },
     fallback: unknownMethod,
   });
   // A response can end before the request body was read (a message over the limit, an unknown
@@ -79,7 +86,7 @@ export async function startGrpcListener(
   // that keeps sending past DRAIN_MAX_BYTES or DRAIN_MAX_MS gets RST_STREAM(NO_ERROR) (RFC 9113,
   // 8.1); that is not the first resort because some HTTP/2 clients (Deno's node:http2 among
   // them) then lose the trailers that carry the gRPC status.
-  const handler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+  const serve = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     // HTTP/1.1 requests (TLS with ALPN http/1.1) have no stream and need none of this.
     const stream = req.stream as http2.ServerHttp2Stream | undefined;
     // The stream's writable side finishes once the response and its trailers are sent.
@@ -89,6 +96,7 @@ export async function startGrpcListener(
     });
     adapter(req, res);
   };
+  const handler = gate === undefined ? serve : gatedRequests(gate, decisions, serve);
   const serverOptions: http2.ServerOptions = {
     settings: {
       maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
@@ -100,10 +108,18 @@ export async function startGrpcListener(
     : http2.createServer(serverOptions, handler);
   const fallback = booksHandler;
   if (!fallback) throw new Error(`no handler for ${BOOKS_PATH}`);
-  streamsFirstTo(
-    server,
-    booksFastPath({ books: deps.books, logger, fallback, drain: drainRequest }),
-  );
+  const fastPath = booksFastPath({
+    books: deps.books,
+    logger,
+    fallback,
+    drain: drainRequest,
+    headersOf: (stream) => {
+      // The fast path only takes streams decided at once (gated.ts).
+      const decision = decisions.get(stream) as Decision | undefined;
+      return decision?.ok ? decision.headers : undefined;
+    },
+  });
+  streamsFirstTo(server, gate === undefined ? fastPath : gatedStreams(gate, decisions, fastPath));
 
   const sessions = new Set<http2.ServerHttp2Session>();
   const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;

@@ -2,9 +2,11 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createConnectRouter, createContextValues } from "@connectrpc/connect";
 import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import type { Logger } from "../lib/log.ts";
+import type { AppError } from "../lib/errors.ts";
+import type { Decision } from "../lib/gate.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import type { BookStore } from "../store/books.ts";
-import { requestIdKey } from "./interceptor.ts";
+import { gateKey, requestIdKey } from "./interceptor.ts";
 import { appRoutes, handlerOptions } from "./router.ts";
 import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
@@ -37,11 +39,18 @@ export function rpcRoutes(
         header: request.headers,
         body: request.body ?? EMPTY_BODY,
         signal: disconnectSignal(c.env),
-        contextValues: createContextValues().set(requestIdKey, c.get("requestId")),
+        contextValues: createContextValues()
+          .set(requestIdKey, c.get("requestId"))
+          .set(gateKey, refusalOf(c.get("refusal"))),
       });
       return universalServerResponseToFetch(response);
     });
   }
+}
+
+/** The edge's refusal as the gate decision the interceptor reads (the edge sets admitted headers). */
+function refusalOf(error: AppError | undefined): Decision | undefined {
+  return error === undefined ? undefined : { ok: false, error };
 }
 
 const EMPTY_BODY: AsyncIterable<Uint8Array> = {

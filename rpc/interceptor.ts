@@ -2,10 +2,20 @@ import { Code, type ConnectError, createContextKey, type Interceptor } from "@co
 import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import { toConnectError } from "./errors.ts";
+import type { Decision } from "../lib/gate.ts";
 
 /** The request id of a call, set by whoever accepted the request (listener or Hono route). */
 export const requestIdKey = createContextKey<string | undefined>(undefined, {
   description: "request id",
+});
+
+/**
+ * The gate's decision of a call (lib/gate.ts), possibly still pending, set by whoever accepted
+ * the request. The interceptor fails a refused call with the gate's error, so Connect renders
+ * it in the client's protocol, and puts the RateLimit headers on an admitted one.
+ */
+export const gateKey = createContextKey<Decision | Promise<Decision> | undefined>(undefined, {
+  description: "gate decision",
 });
 
 /**
@@ -37,7 +47,13 @@ export function serverInterceptor(options: { logger: Logger; accessLog: boolean 
       return connectError;
     };
     try {
+      const pending = req.contextValues.get(gateKey);
+      const decision = pending instanceof Promise ? await pending : pending;
+      if (decision?.ok === false) throw decision.error;
       const res = await next(req);
+      if (decision?.headers) {
+        for (const name in decision.headers) res.header.set(name, decision.headers[name]!);
+      }
       res.header.set("x-request-id", requestId);
       if (!res.stream) {
         done(undefined);

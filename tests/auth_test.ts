@@ -1,0 +1,156 @@
+import assert from "node:assert/strict";
+import { startTestServer } from "./support/server.ts";
+import { hsToken, noneToken, SECRET, testKey } from "./support/tokens.ts";
+
+const ISSUER = "https://issuer.test";
+const AUDIENCE = "books-api";
+const ALL = "addresses:read addresses:write";
+
+interface ErrorBody {
+  errors: { error: string; message: string; detail: string; help: string }[];
+}
+
+function auth(token: string): Record<string, string> {
+  return { authorization: `Bearer ${token}` };
+}
+
+async function expectRefusal(
+  res: Response,
+  status: 401 | 403,
+  challenge: string,
+): Promise<ErrorBody> {
+  const body = await res.json() as ErrorBody;
+  assert.equal(res.status, status, JSON.stringify(body));
+  assert.equal(res.headers.get("www-authenticate"), challenge);
+  assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+  assert.equal(body.errors.length, 1);
+  assert.equal(body.errors[0]!.error, status === 401 ? "unauthorized" : "forbidden");
+  assert.ok(body.errors[0]!.message && body.errors[0]!.detail && body.errors[0]!.help);
+  return body;
+}
+
+const NO_TOKEN = 'Bearer realm="books"';
+const INVALID = 'Bearer realm="books", error="invalid_token"';
+
+Deno.test("HS256: every kind of bad token is 401 and nothing leaks to logs or bodies", async () => {
+  const server = await startTestServer({
+    AUTH_JWT_SECRET: SECRET,
+    AUTH_ISSUER: ISSUER,
+    AUTH_AUDIENCE: AUDIENCE,
+  });
+  const sent: string[] = [];
+  const bodies: string[] = [];
+  const get = async (headers: Record<string, string>) => {
+    if (headers.authorization) sent.push(headers.authorization);
+    const res = await fetch(`${server.httpUrl}/addresses`, { headers });
+    bodies.push(await res.clone().text());
+    return res;
+  };
+  const claims = { sub: "alice", iss: ISSUER, aud: AUDIENCE, scope: ALL };
+  const now = Math.floor(Date.now() / 1000);
+  try {
+    await expectRefusal(await get({}), 401, NO_TOKEN);
+    await expectRefusal(await get({ authorization: "Basic YWxpY2U6c2VjcmV0" }), 401, NO_TOKEN);
+    await expectRefusal(await get(auth("not-a-jwt")), 401, INVALID);
+    const cases: [string, Promise<string> | string, RegExp][] = [
+      ["forged", hsToken(claims, { secret: "another-secret-of-at-least-32-bytes!!" }), /signature/],
+      ["expired", hsToken(claims, { exp: now - 120 }), /expired/],
+      ["alg none", noneToken(claims), /algorithm|malformed/],
+      ["wrong audience", hsToken({ ...claims, aud: "other" }), /aud/],
+      ["wrong issuer", hsToken({ ...claims, iss: "https://evil.test" }), /iss/],
+      ["no sub", hsToken({ iss: ISSUER, aud: AUDIENCE, scope: ALL }), /sub/],
+      ["no exp", hsToken(claims, { exp: null }), /exp/],
+      ["not yet valid", hsToken({ ...claims, nbf: now + 600 }), /not valid yet/],
+      ["RS256 against a secret", (await testKey("RS256", "k1")).sign(claims), /algorithm/],
+    ];
+    for (const [name, token, reason] of cases) {
+      const body = await expectRefusal(await get(auth(await token)), 401, INVALID);
+      assert.match(body.errors[0]!.detail, reason, name);
+    }
+    // Within the 60 s leeway an expired token still passes.
+    assert.equal((await get(auth(await hsToken(claims, { exp: now - 30 })))).status, 200);
+    const good = await hsToken(claims);
+    const ok = await get(auth(good));
+    assert.equal(ok.status, 200);
+    assert.deepEqual(await ok.json(), { addresses: [], nextCursor: null });
+    // A second use is answered from the verification cache: same result.
+    assert.equal((await get(auth(good))).status, 200);
+    // German message, problem+json form.
+    const de = await fetch(`${server.httpUrl}/addresses`, {
+      headers: { "accept-language": "de", accept: "application/problem+json" },
+    });
+    assert.equal(de.status, 401);
+    assert.equal(de.headers.get("content-type"), "application/problem+json");
+    assert.equal((await de.json()).title, "Bitte melden Sie sich an.");
+  } finally {
+    await server.close();
+  }
+  const everything = JSON.stringify(server.logs) + bodies.join("\n");
+  assert.ok(!everything.includes(SECRET), "the secret appears in a log line or body");
+  for (const header of sent) {
+    const token = header.replace(/^\S+ /, "");
+    assert.ok(!everything.includes(token), `a token appears in a log line or body: ${token}`);
+  }
+  assert.ok(server.logs.some((l) => l.msg === "request" && l.status === 401));
+});
+
+Deno.test("scopes: read, write, scope or scp, 403 names the missing scope", async () => {
+  const server = await startTestServer({ AUTH_JWT_SECRET: SECRET });
+  const url = `${server.httpUrl}/addresses`;
+  const body = JSON.stringify({ name: "Ada", city: "London", postalCode: "NW1 1AA" });
+  const post = (token: string) =>
+    fetch(url, {
+      method: "POST",
+      headers: { ...auth(token), "content-type": "application/json" },
+      body,
+    });
+  try {
+    const reader = await hsToken({ sub: "r", scope: "addresses:read" });
+    const writer = await hsToken({ sub: "w", scp: ["addresses:write"] });
+    const both = await hsToken({ sub: "b", scp: ["addresses:read", "addresses:write"] });
+    assert.equal((await fetch(url, { headers: auth(reader) })).status, 200);
+    await (await fetch(url, { headers: auth(reader) })).body?.cancel();
+    await expectRefusal(
+      await post(reader),
+      403,
+      'Bearer error="insufficient_scope", scope="addresses:write"',
+    );
+    await expectRefusal(
+      await fetch(url, { headers: auth(writer) }),
+      403,
+      'Bearer error="insufficient_scope", scope="addresses:read"',
+    );
+    const created = await post(writer);
+    assert.equal(created.status, 201);
+    const { id } = await created.json();
+    for (const method of ["PUT", "PATCH", "DELETE"]) {
+      const res = await fetch(`${url}/${id}`, {
+        method,
+        headers: { ...auth(reader), "content-type": "application/json" },
+        body: method === "DELETE" ? undefined : body,
+      });
+      await expectRefusal(res, 403, 'Bearer error="insufficient_scope", scope="addresses:write"');
+    }
+    // Nothing was changed by the refused calls.
+    const read = await fetch(`${url}/${id}`, { headers: auth(both) });
+    assert.equal(read.status, 200);
+    assert.equal((await read.json()).city, "London");
+    // Books stay public unless AUTH_BOOKS=required; the catalogue is the hot path.
+    const books = await fetch(`${server.httpUrl}/rest/books`);
+    assert.equal(books.status, 200);
+    assert.equal(books.headers.get("x-content-type-options"), "nosniff");
+    await books.body?.cancel();
+    // A bad token is refused even on a public path (RFC 6750: invalid_token).
+    await expectRefusal(
+      await fetch(`${server.httpUrl}/rest/books`, { headers: auth("x.y.z") }),
+      401,
+      INVALID,
+    );
+    // Probes are never gated.
+    const health = await fetch(`${server.httpUrl}/healthz`, { headers: auth("x.y.z") });
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+  } finally {
+    await server.close();
+  }
+});

@@ -1,0 +1,307 @@
+/**
+ * The one gate runs for every route of every protocol on both ports: with AUTH_BOOKS=required
+ * every books and address path is refused without a token (and with the wrong scope), and with
+ * RATE_LIMIT every path is limited; probes are the only exception.
+ */
+import assert from "node:assert/strict";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { startTestServer, type TestServer } from "./support/server.ts";
+import { hsToken, SECRET } from "./support/tokens.ts";
+
+const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
+const PUBLIC = new Set(["/healthz", "/readyz", "/openapi.json"]);
+
+type BooksClient = grpc.Client & {
+  books(
+    request: object,
+    metadata: grpc.Metadata,
+    callback: (error: grpc.ServiceError | null, response: { book: unknown[] }) => void,
+  ): grpc.ClientUnaryCall;
+};
+
+function grpcJs(url: string): BooksClient {
+  const definition = protoLoader.loadSync(BOOKS_PROTO, { keepCase: true, defaults: true });
+  // deno-lint-ignore no-explicit-any
+  const pkg = grpc.loadPackageDefinition(definition) as any;
+  return new pkg.books.v1.BooksService(new URL(url).host, grpc.credentials.createInsecure());
+}
+
+/** A native gRPC call with grpc-js (the listener's fast path): its status code and metadata. */
+function grpcJsCall(
+  client: BooksClient,
+  token: string | undefined,
+): Promise<{ code: number; metadata: grpc.Metadata | undefined }> {
+  const metadata = new grpc.Metadata();
+  if (token) metadata.set("authorization", `Bearer ${token}`);
+  return new Promise((resolve) => {
+    let headers: grpc.Metadata | undefined;
+    const call = client.books({}, metadata, (error) => {
+      resolve({ code: error ? error.code : 0, metadata: error ? error.metadata : headers });
+    });
+    call.on("metadata", (m: grpc.Metadata) => (headers = m));
+  });
+}
+
+/** Every REST route the OpenAPI document lists, with ids filled in. */
+async function restRoutes(server: TestServer, seen: Headers[] = []): Promise<[string, string][]> {
+  const res = await fetch(`${server.httpUrl}/openapi.json`);
+  seen.push(res.headers);
+  const doc = await res.json() as {
+    paths: Record<string, Record<string, unknown>>;
+  };
+  const routes: [string, string][] = [];
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const method of Object.keys(methods)) {
+      routes.push([method.toUpperCase(), path.replace(/\{[^}]+\}/g, "1")]);
+    }
+  }
+  return routes;
+}
+
+function rpcTransports(server: TestServer, sessions: Http2SessionManager[]): [string, Transport][] {
+  const grpcUrl = server.grpcUrl!;
+  return [
+    ["gRPC (gRPC port)", createGrpcTransport({ baseUrl: grpcUrl, sessionManager: sessions[0] })],
+    [
+      "gRPC-Web (gRPC port)",
+      createGrpcWebTransport({
+        baseUrl: grpcUrl,
+        httpVersion: "2",
+        sessionManager: sessions[1],
+        acceptCompression: [],
+      }),
+    ],
+    [
+      "Connect (gRPC port)",
+      createConnectTransport({ baseUrl: grpcUrl, httpVersion: "2", sessionManager: sessions[2] }),
+    ],
+    [
+      "Connect (HTTP port)",
+      createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
+    ],
+    [
+      "Connect JSON (HTTP port)",
+      createConnectTransport({
+        baseUrl: server.httpUrl,
+        httpVersion: "1.1",
+        useBinaryFormat: false,
+      }),
+    ],
+    [
+      "gRPC-Web (HTTP port)",
+      createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
+    ],
+  ];
+}
+
+async function rpcCode(transport: Transport, token: string | undefined): Promise<Code | 0> {
+  try {
+    await createClient(BooksService, transport).books(
+      {},
+      { timeoutMs: 5000, ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}) },
+    );
+    return 0;
+  } catch (error) {
+    return ConnectError.from(error).code;
+  }
+}
+
+const GRAPHQL_BODY = JSON.stringify({ query: "{ books { title } }" });
+
+function graphql(server: TestServer, token?: string) {
+  return fetch(`${server.httpUrl}/graphql`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: GRAPHQL_BODY,
+  });
+}
+
+Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports passes the gate", async (t) => {
+  const server = await startTestServer({ AUTH_JWT_SECRET: SECRET, AUTH_BOOKS: "required" });
+  const sessions = [0, 1, 2].map(() => new Http2SessionManager(server.grpcUrl!));
+  const grpcClient = grpcJs(server.grpcUrl!);
+  const reader = await hsToken({ sub: "reader", scope: "books:read" });
+  const other = await hsToken({ sub: "other", scope: "addresses:read addresses:write" });
+  try {
+    // The GraphQL answer is cached first, so the refused call would be a cache hit in front of
+    // the router if the gate let it through.
+    assert.equal((await graphql(server, reader)).status, 200);
+
+    await t.step("every REST route in the OpenAPI document", async () => {
+      const routes = await restRoutes(server);
+      assert.ok(routes.length >= 8, JSON.stringify(routes));
+      for (const [method, path] of routes) {
+        const res = await fetch(`${server.httpUrl}${path}`, {
+          method,
+          headers: { "content-type": "application/json" },
+          body: method === "GET" || method === "HEAD" || method === "DELETE" ? undefined : "{}",
+        });
+        await res.body?.cancel();
+        if (PUBLIC.has(path)) {
+          assert.notEqual(res.status, 401, `${method} ${path}`);
+          continue;
+        }
+        assert.equal(res.status, 401, `${method} ${path}`);
+        assert.equal(res.headers.get("www-authenticate"), 'Bearer realm="books"');
+      }
+    });
+
+    await t.step("REST books with the wrong scope: 403; with books:read: 200", async () => {
+      for (const path of ["/rest/books", "/api/book/1"]) {
+        for (const method of ["GET", "HEAD"]) {
+          const refused = await fetch(`${server.httpUrl}${path}`, {
+            method,
+            headers: { authorization: `Bearer ${other}` },
+          });
+          await refused.body?.cancel();
+          assert.equal(refused.status, 403, `${method} ${path}`);
+          assert.equal(
+            refused.headers.get("www-authenticate"),
+            'Bearer error="insufficient_scope", scope="books:read"',
+          );
+          const ok = await fetch(`${server.httpUrl}${path}`, {
+            method,
+            headers: { authorization: `Bearer ${reader}` },
+          });
+          await ok.body?.cancel();
+          assert.equal(ok.status, 200, `${method} ${path}`);
+        }
+      }
+    });
+
+    await t.step("GraphQL: 401 and 403 with extensions.code, cached answer not given", async () => {
+      const none = await graphql(server);
+      assert.equal(none.status, 401);
+      assert.equal(none.headers.get("www-authenticate"), 'Bearer realm="books"');
+      const body = await none.json();
+      assert.equal(body.errors[0].extensions.code, "unauthorized");
+      assert.equal(body.data, undefined);
+      const wrong = await graphql(server, other);
+      assert.equal(wrong.status, 403);
+      assert.equal((await wrong.json()).errors[0].extensions.code, "forbidden");
+      // GraphiQL (a page, no data) stays reachable.
+      const page = await fetch(`${server.httpUrl}/graphql`, { headers: { accept: "text/html" } });
+      assert.equal(page.status, 200);
+      assert.equal(page.headers.get("x-content-type-options"), "nosniff");
+      assert.equal(page.headers.get("referrer-policy"), "no-referrer");
+      assert.match(page.headers.get("content-security-policy") ?? "", /default-src 'self'/);
+      await page.body?.cancel();
+    });
+
+    await t.step("Connect GET on the HTTP port: Connect's unauthenticated error", async () => {
+      const res = await fetch(
+        `${server.httpUrl}/books.v1.BooksService/books?connect=v1&encoding=json&message=%7B%7D`,
+      );
+      assert.equal(res.status, 401);
+      assert.equal((await res.json()).code, "unauthenticated");
+    });
+
+    for (const [name, transport] of rpcTransports(server, sessions)) {
+      await t.step(`${name}: UNAUTHENTICATED, PERMISSION_DENIED, then OK`, async () => {
+        assert.deepEqual(
+          [
+            await rpcCode(transport, undefined),
+            await rpcCode(transport, "garbage"),
+            await rpcCode(transport, other),
+            await rpcCode(transport, reader),
+          ],
+          [Code.Unauthenticated, Code.Unauthenticated, Code.PermissionDenied, 0],
+        );
+      });
+    }
+
+    await t.step("native gRPC with grpc-js (the listener's fast path)", async () => {
+      assert.equal((await grpcJsCall(grpcClient, undefined)).code, grpc.status.UNAUTHENTICATED);
+      assert.equal((await grpcJsCall(grpcClient, other)).code, grpc.status.PERMISSION_DENIED);
+      assert.equal((await grpcJsCall(grpcClient, reader)).code, grpc.status.OK);
+    });
+
+    await t.step("probes and the gRPC health check are never gated", async () => {
+      for (const path of ["/healthz", "/readyz"]) {
+        const res = await fetch(`${server.httpUrl}${path}`);
+        await res.body?.cancel();
+        assert.equal(res.status, 200);
+      }
+    });
+  } finally {
+    grpcClient.close();
+    for (const session of sessions) session.abort();
+    await server.close();
+  }
+});
+
+Deno.test("RATE_LIMIT: every route of every protocol on both ports is limited", async (t) => {
+  // One request per hour: the first call of a client is allowed, every later one refused.
+  const server = await startTestServer({ RATE_LIMIT: "1/h" });
+  const sessions = [0, 1, 2].map(() => new Http2SessionManager(server.grpcUrl!));
+  const grpcClient = grpcJs(server.grpcUrl!);
+  try {
+    // The route list is the first call: allowed, with the RateLimit headers.
+    let routes: [string, string][] = [];
+    await t.step("HTTP port: the first call is allowed with RateLimit headers", async () => {
+      const headers: Headers[] = [];
+      routes = await restRoutes(server, headers);
+      assert.equal(headers[0]!.get("ratelimit-policy"), '"default";q=1;w=3600');
+      assert.equal(headers[0]!.get("ratelimit"), '"default";r=0;t=3600');
+    });
+
+    await t.step("HTTP port: every REST route is then 429 with Retry-After", async () => {
+      for (const [method, path] of routes) {
+        const res = await fetch(`${server.httpUrl}${path}`, {
+          method,
+          headers: { "content-type": "application/json" },
+          body: method === "GET" || method === "HEAD" || method === "DELETE" ? undefined : "{}",
+        });
+        const text = await res.text();
+        if (path === "/healthz" || path === "/readyz") {
+          assert.equal(res.status, 200, path);
+          continue;
+        }
+        assert.equal(res.status, 429, `${method} ${path}`);
+        assert.equal(res.headers.get("retry-after"), "3600");
+        assert.equal(res.headers.get("ratelimit"), '"default";r=0;t=3600');
+        assert.equal(res.headers.get("ratelimit-policy"), '"default";q=1;w=3600');
+        if (method !== "HEAD") assert.equal(JSON.parse(text).errors[0].error, "rate-limited");
+      }
+    });
+
+    await t.step("HTTP port: GraphQL 429 with extensions.code", async () => {
+      const res = await graphql(server);
+      assert.equal(res.status, 429);
+      assert.equal(res.headers.get("retry-after"), "3600");
+      assert.equal((await res.json()).errors[0].extensions.code, "rate-limited");
+    });
+
+    await t.step("gRPC port: the first call is allowed, then RESOURCE_EXHAUSTED", async () => {
+      // The gRPC listener is its own process with its own buckets (docs: per process).
+      const first = await grpcJsCall(grpcClient, undefined);
+      assert.equal(first.code, grpc.status.OK);
+      assert.equal(first.metadata?.get("ratelimit")[0], '"default";r=0;t=3600');
+      const second = await grpcJsCall(grpcClient, undefined);
+      assert.equal(second.code, grpc.status.RESOURCE_EXHAUSTED);
+      assert.equal(second.metadata?.get("retry-after")[0], "3600");
+    });
+
+    for (const [name, transport] of rpcTransports(server, sessions)) {
+      await t.step(`${name}: RESOURCE_EXHAUSTED`, async () => {
+        assert.equal(await rpcCode(transport, undefined), Code.ResourceExhausted);
+      });
+    }
+  } finally {
+    grpcClient.close();
+    for (const session of sessions) session.abort();
+    await server.close();
+  }
+});
