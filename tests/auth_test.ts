@@ -105,9 +105,9 @@ Deno.test("scopes: read, write, scope or scp, 403 names the missing scope", asyn
       body,
     });
   try {
-    const reader = await hsToken({ sub: "r", scope: "addresses:read" });
-    const writer = await hsToken({ sub: "w", scp: ["addresses:write"] });
-    const both = await hsToken({ sub: "b", scp: ["addresses:read", "addresses:write"] });
+    const reader = await hsToken({ sub: "alice", scope: "addresses:read" });
+    const writer = await hsToken({ sub: "alice", scp: ["addresses:write"] });
+    const both = await hsToken({ sub: "alice", scp: ["addresses:read", "addresses:write"] });
     assert.equal((await fetch(url, { headers: auth(reader) })).status, 200);
     await (await fetch(url, { headers: auth(reader) })).body?.cancel();
     await expectRefusal(
