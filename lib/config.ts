@@ -43,6 +43,8 @@ const ConfigSchema = z.object({
     "must be * or comma-separated origins such as " +
       "https://app.example.com",
   ).optional(),
+  // Set by Deno Deploy in every deployment.
+  DENO_DEPLOYMENT_ID: z.string().min(1).optional(),
 });
 
 /** Variables whose value must never be echoed in an error message. */
@@ -69,7 +71,12 @@ export interface Config {
   /** PEM certificate and key files: the gRPC listener serves TLS (h2 via ALPN) when set. */
   grpcTls: { certFile: string; keyFile: string } | undefined;
   host: string;
+  /** A file path, `:memory:`, or a KV Connect URL; ignored when `kvPlatform` is true. */
   kvPath: string;
+  /** The deployment id on Deno Deploy (`DENO_DEPLOYMENT_ID`), else undefined. */
+  deploymentId: string | undefined;
+  /** On Deno Deploy without a KV Connect `KV_PATH`: the platform's KV (`Deno.openKv()`). */
+  kvPlatform: boolean;
   booksFile: string | undefined;
   maxBodyBytes: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
@@ -166,6 +173,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       : undefined,
     host: c.HOST,
     kvPath: c.KV_PATH,
+    deploymentId: c.DENO_DEPLOYMENT_ID,
+    kvPlatform: c.DENO_DEPLOYMENT_ID !== undefined && !/^https?:\/\//.test(c.KV_PATH),
     booksFile: c.BOOKS_FILE,
     maxBodyBytes: c.MAX_BODY_BYTES,
     logLevel: c.LOG_LEVEL,

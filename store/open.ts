@@ -24,9 +24,12 @@ export async function readCatalogue(path: string | URL): Promise<Book[]> {
   return parsed.data.toSorted((a, b) => a.id - b.id);
 }
 
-/** Opens KV at a file path (creating its directory), `:memory:`, or a KV Connect URL. */
-export async function openKv(path: string): Promise<Deno.Kv> {
-  if (path !== ":memory:" && !/^https?:\/\//.test(path)) {
+/**
+ * Opens KV at a file path (creating its directory), `:memory:`, or a KV Connect URL; with no
+ * path, the platform's KV (Deno Deploy; locally, the origin storage of the main module).
+ */
+export async function openKv(path: string | undefined): Promise<Deno.Kv> {
+  if (path !== undefined && path !== ":memory:" && !/^https?:\/\//.test(path)) {
     await Deno.mkdir(dirname(path), { recursive: true });
   }
   // A second process opening the same file can briefly see "database is locked".

@@ -9,11 +9,12 @@ export interface Spawned {
   stop(signal?: Deno.Signal): Promise<number>;
 }
 
-/** Spawns `deno <args>` with `env` added to this process's environment. */
-export function spawnDeno(args: string[], env: Record<string, string>): Spawned {
+/** Spawns `deno <args>` with `env` added to this process's environment, in `cwd` if given. */
+export function spawnDeno(args: string[], env: Record<string, string>, cwd?: string): Spawned {
   const child = new Deno.Command(Deno.execPath(), {
     args,
     env,
+    ...(cwd === undefined ? {} : { cwd }),
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
