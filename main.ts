@@ -53,14 +53,16 @@ function whenServeModeKnown(then: (servedByRuntime: boolean) => void): void {
 }
 
 if (import.meta.main) {
+  // Validated while the module evaluates, so a bad variable stops start-up with its one line
+  // before Deno prints anything about the default export.
+  let config: Config;
+  try {
+    config = loadConfig(Deno.env.toObject());
+  } catch (error) {
+    console.error(error instanceof ConfigError ? error.message : error);
+    Deno.exit(2);
+  }
   whenServeModeKnown((servedByRuntime) => {
-    let config: Config;
-    try {
-      config = loadConfig(Deno.env.toObject());
-    } catch (error) {
-      console.error(error instanceof ConfigError ? error.message : error);
-      Deno.exit(2);
-    }
     if (servedByRuntime) served.start();
     // Deno Deploy runs the module and serves what it passes to Deno.serve: one port, no child.
     else if (config.deploymentId !== undefined) {
