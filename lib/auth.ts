@@ -37,6 +37,8 @@ export interface Verifier {
 export interface VerifierOptions {
   /** Minimum time between two JWKS fetches for an unknown key id (jose's default 30 s). */
   jwksCooldownMs?: number;
+  /** Age after which the fetched set is fetched again (jose's default 10 min). */
+  jwksMaxAgeMs?: number;
 }
 
 /**
@@ -51,9 +53,15 @@ export async function createVerifier(
 ): Promise<Verifier> {
   const secret = config.secret === undefined ? undefined : new TextEncoder().encode(config.secret);
   const file = config.jwksFile === undefined ? undefined : await readJwks(config.jwksFile);
+  // Rotation: a token naming a key id the cached set lacks makes jose fetch the set again (at
+  // most once per cooldown); a key removed from the set stays accepted until the set is older
+  // than its maximum age.
   const remote = config.jwksUrl === undefined ? undefined : createRemoteJWKSet(
     new URL(config.jwksUrl),
-    options.jwksCooldownMs === undefined ? {} : { cooldownDuration: options.jwksCooldownMs },
+    {
+      ...(options.jwksCooldownMs === undefined ? {} : { cooldownDuration: options.jwksCooldownMs }),
+      ...(options.jwksMaxAgeMs === undefined ? {} : { cacheMaxAge: options.jwksMaxAgeMs }),
+    },
   );
   const algorithms = [
     ...(secret ? ["HS256"] : []),

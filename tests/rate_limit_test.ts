@@ -1,0 +1,179 @@
+/** Rate limits: exhaustion and recovery on each protocol, keys per client, bounded memory. */
+import assert from "node:assert/strict";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import { createRateLimiter } from "../lib/rate_limit.ts";
+import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { startTestServer } from "./support/server.ts";
+import { hsToken, SECRET } from "./support/tokens.ts";
+
+Deno.test("token bucket: burst, refill, headers' numbers, bounded memory", () => {
+  let now = 0;
+  const limiter = createRateLimiter({ limit: 3, windowSeconds: 60 }, {
+    maxClients: 100,
+    now: () => now,
+  });
+  assert.equal(limiter.policy, '"default";q=3;w=60');
+  const a = [1, 2, 3, 4].map(() => limiter.take("a"));
+  assert.deepEqual(a.map((d) => [d.allowed, d.remaining]), [
+    [true, 2],
+    [true, 1],
+    [true, 0],
+    [false, 0],
+  ]);
+  assert.equal(a[3]!.retryAfter, 20); // one request every 20 s
+  assert.equal(a[3]!.resetSeconds, 60);
+  assert.equal(limiter.take("b").allowed, true); // another client has its own bucket
+  now += 20_000;
+  const back = limiter.take("a");
+  assert.equal(back.allowed, true);
+  assert.equal(back.remaining, 0);
+  now += 3_600_000;
+  assert.equal(limiter.take("a").remaining, 2); // full again, never more than the limit
+  for (let i = 0; i < 10_000; i++) limiter.take(`flood-${i}`);
+  assert.equal(limiter.size, 100);
+});
+
+async function rpc(transport: Transport, token?: string): Promise<Code | 0> {
+  try {
+    await createClient(BooksService, transport).books(
+      {},
+      token ? { headers: { authorization: `Bearer ${token}` } } : {},
+    );
+    return 0;
+  } catch (error) {
+    return ConnectError.from(error).code;
+  }
+}
+
+function sleep(seconds: number) {
+  return new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+}
+
+Deno.test("RATE_LIMIT: each protocol is refused when exhausted and served again after Retry-After", async (t) => {
+  const server = await startTestServer({ RATE_LIMIT: "2/s", AUTH_JWT_SECRET: SECRET });
+  const sessions = [0, 1, 2].map(() => new Http2SessionManager(server.grpcUrl!));
+  const http = (path: string, init: RequestInit = {}) => fetch(`${server.httpUrl}${path}`, init);
+  const graphql = () =>
+    http("/graphql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"query":"{books{title}}"}',
+    });
+  // Each protocol: call until refused, check the refusal, wait Retry-After, call again.
+  const httpCases: [string, () => Promise<Response>, (res: Response) => Promise<void>][] = [
+    ["REST (hot read)", () => http("/rest/books"), async (res) => {
+      assert.equal((await res.json()).errors[0].error, "rate-limited");
+    }],
+    ["REST (router)", () => http("/addresses"), async (res) => {
+      assert.equal((await res.json()).errors[0].error, "rate-limited");
+    }],
+    ["GraphQL", graphql, async (res) => {
+      assert.equal((await res.json()).errors[0].extensions.code, "rate-limited");
+    }],
+    ["Connect JSON (HTTP port)", () =>
+      http("/books.v1.BooksService/books", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      }), async (res) => {
+      assert.equal((await res.json()).code, "resource_exhausted");
+    }],
+  ];
+  try {
+    for (const [name, call, check] of httpCases) {
+      await t.step(name, async () => {
+        let res: Response | undefined;
+        for (let i = 0; i < 10; i++) {
+          res = await call();
+          if (res.status === 429) break;
+          await res.body?.cancel();
+          assert.ok(res.headers.get("ratelimit"), name);
+        }
+        assert.equal(res!.status, 429);
+        assert.equal(res!.headers.get("ratelimit-policy"), '"default";q=2;w=1');
+        assert.match(res!.headers.get("ratelimit") ?? "", /^"default";r=0;t=[0-9]+$/);
+        const retryAfter = Number(res!.headers.get("retry-after"));
+        assert.ok(retryAfter >= 1);
+        await check(res!);
+        await sleep(retryAfter);
+        const again = await call();
+        await again.body?.cancel();
+        assert.notEqual(again.status, 429, name);
+      });
+    }
+
+    await t.step("a token's sub has its own bucket, apart from its address", async () => {
+      const token = await hsToken({ sub: "carol", scope: "addresses:read" });
+      const auth = { authorization: `Bearer ${token}` };
+      for (let i = 0; i < 2; i++) await (await http("/addresses")).body?.cancel();
+      const anonymous = await http("/addresses");
+      await anonymous.body?.cancel();
+      assert.equal(anonymous.status, 429);
+      const carol = await http("/addresses", { headers: auth });
+      await carol.body?.cancel();
+      assert.equal(carol.status, 200);
+      await sleep(1);
+    });
+
+    const transports: [string, Transport][] = [
+      [
+        "gRPC (gRPC port)",
+        createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: sessions[0] }),
+      ],
+      [
+        "gRPC-Web (gRPC port)",
+        createGrpcWebTransport({
+          baseUrl: server.grpcUrl!,
+          httpVersion: "2",
+          sessionManager: sessions[1],
+          acceptCompression: [],
+        }),
+      ],
+      [
+        "Connect (gRPC port)",
+        createConnectTransport({
+          baseUrl: server.grpcUrl!,
+          httpVersion: "2",
+          sessionManager: sessions[2],
+        }),
+      ],
+      [
+        "gRPC-Web (HTTP port)",
+        createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
+      ],
+      [
+        "Connect (HTTP port)",
+        createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
+      ],
+    ];
+    for (const [name, transport] of transports) {
+      await t.step(name, async () => {
+        const codes: (Code | 0)[] = [];
+        for (let i = 0; i < 10 && codes.at(-1) !== Code.ResourceExhausted; i++) {
+          codes.push(await rpc(transport));
+        }
+        assert.equal(codes.at(-1), Code.ResourceExhausted, `${name}: ${codes}`);
+        await sleep(1);
+        assert.equal(await rpc(transport), 0);
+      });
+    }
+
+    await t.step("probes are never limited", async () => {
+      for (let i = 0; i < 5; i++) {
+        const res = await http("/healthz");
+        await res.body?.cancel();
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get("ratelimit"), null);
+      }
+    });
+  } finally {
+    for (const session of sessions) session.abort();
+    await server.close();
+  }
+});

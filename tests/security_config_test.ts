@@ -1,0 +1,80 @@
+/** AUTH_*, RATE_LIMIT and CORS_ORIGINS are validated at start-up; the secret is never echoed. */
+import assert from "node:assert/strict";
+import { ConfigError, loadConfig } from "../lib/config.ts";
+import { SECRET } from "./support/tokens.ts";
+
+Deno.test("security settings: parsed when valid", () => {
+  const config = loadConfig({
+    AUTH_JWT_SECRET: SECRET,
+    AUTH_ISSUER: "https://issuer.test",
+    AUTH_AUDIENCE: "books",
+    AUTH_BOOKS: "required",
+    RATE_LIMIT: "100/min",
+    CORS_ORIGINS: "https://a.example, http://localhost:5173",
+  });
+  assert.deepEqual(config.auth, {
+    secret: SECRET,
+    jwksFile: undefined,
+    jwksUrl: undefined,
+    issuer: "https://issuer.test",
+    audience: "books",
+    booksRequired: true,
+  });
+  assert.deepEqual(config.rateLimit, { limit: 100, windowSeconds: 60 });
+  assert.deepEqual(config.corsOrigins, ["https://a.example", "http://localhost:5173"]);
+  assert.deepEqual(loadConfig({ RATE_LIMIT: "5/h", CORS_ORIGINS: "*" }).rateLimit, {
+    limit: 5,
+    windowSeconds: 3600,
+  });
+  const off = loadConfig({});
+  assert.equal(off.auth, undefined);
+  assert.equal(off.rateLimit, undefined);
+  assert.equal(off.corsOrigins, undefined);
+});
+
+Deno.test("security settings: a bad value names the variable", () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [
+      { AUTH_JWT_SECRET: "too-short-secret" },
+      /^invalid AUTH_JWT_SECRET: must be at least 32 bytes$/,
+    ],
+    [{ AUTH_JWKS_URL: "ftp://keys.example/jwks.json" }, /^invalid AUTH_JWKS_URL=/],
+    [{ AUTH_BOOKS: "sometimes", AUTH_JWT_SECRET: SECRET }, /^invalid AUTH_BOOKS=/],
+    [{ AUTH_BOOKS: "required" }, /^invalid AUTH_BOOKS=required: needs AUTH_JWT_SECRET/],
+    [{ AUTH_AUDIENCE: "books" }, /^invalid AUTH_AUDIENCE: needs AUTH_JWT_SECRET/],
+    [{ RATE_LIMIT: "100" }, /^invalid RATE_LIMIT="100": must be <n>\/s, <n>\/min or <n>\/h$/],
+    [{ RATE_LIMIT: "0/s" }, /^invalid RATE_LIMIT=/],
+    [{ RATE_LIMIT: "10/day" }, /^invalid RATE_LIMIT=/],
+    [{ CORS_ORIGINS: "https://a.example/path" }, /^invalid CORS_ORIGINS=/],
+    [{ CORS_ORIGINS: "a.example" }, /^invalid CORS_ORIGINS=/],
+  ];
+  for (const [env, message] of cases) {
+    assert.throws(() => loadConfig(env), (error: Error) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, message);
+      assert.ok(!error.message.includes("too-short-secret"));
+      return true;
+    }, JSON.stringify(env));
+  }
+});
+
+Deno.test("a short AUTH_JWT_SECRET stops start-up with one line that does not show it", async () => {
+  const main = new URL("../main.ts", import.meta.url).pathname;
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      main,
+    ],
+    env: { PORT: "0", GRPC_PORT: "0", AUTH_JWT_SECRET: "hunter2-hunter2" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(stderr) + new TextDecoder().decode(stdout);
+  assert.equal(code, 2);
+  assert.equal(text, "invalid AUTH_JWT_SECRET: must be at least 32 bytes\n");
+});
