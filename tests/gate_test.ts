@@ -240,6 +240,10 @@ Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports pass
     for (const session of sessions) session.abort();
     await server.close();
   }
+  // Both processes' logs (the gRPC child's lines pass through the same logger).
+  const logs = JSON.stringify(server.logs);
+  assert.ok(server.logs.some((l) => l.msg === "rpc" && l.code === "Unauthenticated"));
+  for (const secret of [SECRET, reader, other]) assert.ok(!logs.includes(secret));
 });
 
 Deno.test("RATE_LIMIT: every route of every protocol on both ports is limited", async (t) => {
