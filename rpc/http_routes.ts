@@ -1,8 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createConnectRouter, createContextValues } from "@connectrpc/connect";
 import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import { AppError } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
-import type { AppError } from "../lib/errors.ts";
 import type { Decision } from "../lib/gate.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import type { BookStore } from "../store/books.ts";
@@ -43,6 +43,7 @@ export function rpcRoutes(
           .set(requestIdKey, c.get("requestId"))
           .set(gateKey, refusalOf(c.get("refusal"))),
       });
+      if (response.body === undefined) refuseBare(response.status, request);
       return universalServerResponseToFetch(response);
     });
   }
@@ -51,6 +52,27 @@ export function rpcRoutes(
 /** The edge's refusal as the gate decision the interceptor reads (the edge sets admitted headers). */
 function refusalOf(error: AppError | undefined): Decision | undefined {
   return error === undefined ? undefined : { ok: false, error };
+}
+
+/**
+ * Connect answers a request that speaks none of its protocols (a content type it does not know,
+ * a GET without `encoding` and `message`) with a bare status and no body. That request is not an
+ * RPC, so it gets the error model's answer like any other HTTP request.
+ */
+function refuseBare(status: number, request: Request): void {
+  if (status === 415) {
+    const type = request.headers.get("content-type");
+    throw new AppError(
+      "unsupported-media-type",
+      (type
+        ? `Content-Type ${type.slice(0, 100)} is not an RPC protocol here`
+        : request.method === "GET"
+        ? "A Connect GET needs the encoding and message query parameters"
+        : "The request has no Content-Type") +
+        "; send Connect (application/proto, application/json) or gRPC-Web " +
+        "(application/grpc-web+proto).",
+    );
+  }
 }
 
 const EMPTY_BODY: AsyncIterable<Uint8Array> = {

@@ -10,7 +10,7 @@ import * as reflectionV1alpha from "./gen/grpc/reflection/v1alpha/reflection_pb.
 import { healthService, type HealthState } from "./health_service.ts";
 import { serverInterceptor } from "./interceptor.ts";
 import { reflectionServices } from "./reflection_service.ts";
-import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
+import { refuseUndecodableQuery, withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
 /** Largest message accepted or sent, as gRPC's usual default: 4 MiB. */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -34,6 +34,7 @@ export function handlerOptions(options: {
     readMaxBytes: MAX_MESSAGE_BYTES,
     writeMaxBytes: MAX_MESSAGE_BYTES,
     interceptors: [serverInterceptor(options)],
+    requestGate: refuseUndecodableQuery,
     ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}),
   };
 }

@@ -191,14 +191,14 @@ Deno.test("the gRPC listener survives bad input and enforces its limits", async 
     });
 
     await t.step(
-      "bytes that are not a protobuf message: INTERNAL (as Connect and grpc-go)",
+      "bytes that are not a protobuf message: INVALID_ARGUMENT (client input is never INTERNAL)",
       async () => {
         const answer = await rawCall(
           raw,
           "/books.v1.BooksService/books",
           new Uint8Array([0, 0, 0, 0, 3, 0xff, 0xff, 0xff]),
         );
-        assert.equal(answer.grpcStatus, String(Code.Internal));
+        assert.equal(answer.grpcStatus, String(Code.InvalidArgument));
         assert.match(answer.grpcMessage, /^parse binary/);
         await stillServes();
       },
