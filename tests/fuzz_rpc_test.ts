@@ -1,0 +1,229 @@
+/**
+ * Property-based fuzzing of the RPC protocols over real sockets (docs/fuzzing.md): Connect and
+ * gRPC-Web on both ports, native gRPC on the gRPC listener. Every answer: no 5xx (but a
+ * deadline the client asked for), no INTERNAL or UNKNOWN status, no internals in a message,
+ * the error shape of its protocol; the server keeps serving and the catalogue is unchanged.
+ */
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import http2 from "node:http2";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import {
+  assertDetailedErrorBody,
+  assertNoInternals,
+  CONNECT_CLIENT_CODES,
+  fuzz,
+  isClientGrpcStatus,
+} from "./support/fuzz.ts";
+import { type RpcCase, rpcCase, type RpcProtocol } from "./support/fuzz_rpc.ts";
+import { startTestServer } from "./support/server.ts";
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  trailers: Headers;
+  body: Uint8Array;
+}
+
+// Every call fuzzed here is unary or ends with its input (health Watch, which never ends, is
+// left out), so an answer that takes this long is a hang.
+const ANSWER_TIMEOUT_MS = 10_000;
+
+async function viaFetch(base: string, c: RpcCase): Promise<Answer | undefined> {
+  let request: Request;
+  try {
+    request = new Request(base + c.path, {
+      method: c.method,
+      headers: c.headers,
+      body: c.method === "GET" ? undefined : c.body,
+    });
+  } catch {
+    return undefined; // fetch refuses the header values themselves
+  }
+  const res = await fetch(request, { signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS) });
+  return {
+    status: res.status,
+    headers: res.headers,
+    trailers: new Headers(),
+    body: new Uint8Array(await res.arrayBuffer()),
+  };
+}
+
+function viaHttp2(session: http2.ClientHttp2Session, c: RpcCase): Promise<Answer | undefined> {
+  let req: http2.ClientHttp2Stream;
+  try {
+    req = session.request({ ":method": c.method, ":path": c.path, te: "trailers", ...c.headers });
+  } catch {
+    return Promise.resolve(undefined); // node:http2 refuses the header values themselves
+  }
+  return new Promise((resolve, reject) => {
+    let headers: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => {
+      req.close(http2.constants.NGHTTP2_CANCEL);
+      reject(new Error(`no answer within ${ANSWER_TIMEOUT_MS} ms`));
+    }, ANSWER_TIMEOUT_MS);
+    req.on("response", (h) => (headers = h));
+    req.on("trailers", (t) => (trailers = t));
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    req.on("end", () => {
+      clearTimeout(timer);
+      resolve({
+        status: Number(headers[":status"]),
+        headers: toHeaders(headers),
+        trailers: toHeaders(trailers),
+        body: Buffer.concat(chunks),
+      });
+    });
+    req.end(c.method === "GET" ? undefined : Buffer.from(c.body));
+  });
+}
+
+function toHeaders(h: http2.IncomingHttpHeaders): Headers {
+  const out = new Headers();
+  for (const [k, v] of Object.entries(h)) {
+    if (!k.startsWith(":") && v !== undefined) {
+      out.set(k, Array.isArray(v) ? v.join(", ") : String(v));
+    }
+  }
+  return out;
+}
+
+/** The status and message of a gRPC-Web answer: its trailer frame (base64 for -text). */
+function grpcWebTrailer(type: string, body: Uint8Array): Headers | undefined {
+  let bytes = body;
+  if (type.startsWith("application/grpc-web-text")) {
+    try {
+      bytes = Uint8Array.from(
+        atob(new TextDecoder().decode(body).replace(/=+(?=.)/g, "")),
+        (ch) => ch.charCodeAt(0),
+      );
+    } catch {
+      return undefined;
+    }
+  }
+  for (let at = 0; at + 5 <= bytes.length;) {
+    const length = new DataView(bytes.buffer, bytes.byteOffset + at + 1, 4).getUint32(0);
+    if (bytes[at]! & 0x80) {
+      const text = new TextDecoder().decode(bytes.subarray(at + 5, at + 5 + length));
+      const out = new Headers();
+      for (const line of text.split(/\r?\n/)) {
+        const colon = line.indexOf(":");
+        if (colon > 0) out.set(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+      }
+      return out;
+    }
+    at += 5 + length;
+  }
+  return undefined;
+}
+
+function decodeMessage(value: string | null): string {
+  if (!value) return "";
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+/** Checks one answer against the invariants. */
+function checkRpc(c: RpcCase, port: string, a: Answer): void {
+  const where = `${port} ${c.protocol} ${c.method} ${c.path} ${
+    c.headers["content-type"] ?? ""
+  } -> ${a.status}`;
+  const type = (a.headers.get("content-type") ?? "").toLowerCase();
+  const text = new TextDecoder().decode(a.body);
+  const grpcStatus = a.headers.get("grpc-status") ?? a.trailers.get("grpc-status") ??
+    (type.startsWith("application/grpc-web")
+      ? grpcWebTrailer(type, a.body)?.get("grpc-status") ?? null
+      : null);
+  const grpcMessage = a.headers.get("grpc-message") ?? a.trailers.get("grpc-message") ??
+    (type.startsWith("application/grpc-web")
+      ? grpcWebTrailer(type, a.body)?.get("grpc-message") ?? null
+      : null);
+  if (grpcStatus !== null) {
+    const message = decodeMessage(grpcMessage);
+    assert.ok(
+      isClientGrpcStatus(Number(grpcStatus)),
+      `${where}: grpc-status ${grpcStatus} (${message}) for client input`,
+    );
+    assertNoInternals(message, where);
+    assert.equal(a.status, 200, `${where}: gRPC answer with HTTP ${a.status}`);
+    return;
+  }
+  if (type.startsWith("application/json") && a.status >= 400) {
+    const body = JSON.parse(text);
+    assertNoInternals(text, where);
+    if (typeof body.code === "string") {
+      assert.ok(
+        CONNECT_CLIENT_CODES.has(body.code),
+        `${where}: Connect code ${body.code}: ${text}`,
+      );
+      assert.equal(typeof body.message === "string" || body.message === undefined, true, where);
+      const timed = "connect-timeout-ms" in c.headers || "grpc-timeout" in c.headers;
+      if (a.status >= 500) {
+        assert.ok(
+          (body.code === "deadline_exceeded" && timed) || body.code === "unimplemented",
+          `${where}: ${text}`,
+        );
+      }
+      return;
+    }
+    assertDetailedErrorBody(body, where);
+    assert.ok(a.status < 500, `${where}: ${text}`);
+    return;
+  }
+  assert.ok(a.status < 500, `${where}: ${text.slice(0, 200)}`);
+  if (a.status >= 400 && text !== "") assertNoInternals(text, where);
+}
+
+Deno.test("RPC fuzz: Connect, gRPC-Web and gRPC on both ports never answer INTERNAL or 5xx", async (t) => {
+  const server = await startTestServer();
+  const session = http2.connect(server.grpcUrl!);
+  session.on("error", () => {});
+  try {
+    const transport = createConnectTransport({ baseUrl: server.httpUrl });
+    const books = createClient(BooksService, transport);
+    const before = await books.books({});
+    const protocols: RpcProtocol[] = ["connect", "grpc-web"];
+    for (const protocol of protocols) {
+      await t.step(`HTTP port, ${protocol}`, async () => {
+        await fuzz(`RPC HTTP port ${protocol}`, 200, rpcCase(protocol), async (c) => {
+          const answer = await viaFetch(server.httpUrl, c);
+          if (answer) checkRpc(c, "http", answer);
+        });
+      });
+    }
+    for (const protocol of ["connect", "grpc-web", "grpc"] as RpcProtocol[]) {
+      await t.step(`gRPC port, ${protocol}`, async () => {
+        await fuzz(`RPC gRPC port ${protocol}`, 200, rpcCase(protocol), async (c) => {
+          const answer = await viaHttp2(session, c);
+          if (answer) checkRpc(c, "grpc", answer);
+        });
+      });
+    }
+    // Still serving, the same catalogue, on both ports.
+    const after = await books.books({});
+    assert.deepEqual(after, before);
+    const check = await viaHttp2(session, {
+      protocol: "connect",
+      method: "POST",
+      path: "/books.v1.BooksService/books",
+      headers: { "content-type": "application/json" },
+      body: new TextEncoder().encode("{}"),
+    });
+    assert.equal(check?.status, 200);
+    assert.equal(JSON.parse(new TextDecoder().decode(check!.body)).book.length, before.book.length);
+  } finally {
+    await new Promise<void>((resolve) => session.close(() => resolve()));
+    await server.close();
+  }
+});

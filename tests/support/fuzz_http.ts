@@ -1,0 +1,363 @@
+/**
+ * Generators of HTTP requests for the fuzz suites: methods, paths (every route, odd id spellings,
+ * encoded traversal, long segments), headers (content types with odd parameters, Accept,
+ * Accept-Language, If-Match, X-Request-Id, very large values) and bodies (random bytes, mutated
+ * addresses, deep nesting, huge numbers, lone surrogates, duplicate keys, a BOM, empty).
+ */
+import fc from "fast-check";
+import { headerText, nastyString } from "./fuzz.ts";
+
+/** One request to send. `body` is never set for GET and HEAD (fetch refuses it). */
+export interface HttpCase {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: Uint8Array<ArrayBuffer>;
+}
+
+const encoder = new TextEncoder();
+
+/** Id spellings for `{id}` path segments: valid, near-valid, hostile. */
+export const idSpelling: fc.Arbitrary<string> = fc.oneof(
+  { weight: 3, arbitrary: fc.integer({ min: 1, max: 6 }).map(String) },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      "0",
+      "-1",
+      "+1",
+      "01",
+      "1.0",
+      "1e3",
+      "0x1",
+      "%31",
+      "%20",
+      "1%00",
+      "%2e%2e",
+      "..%2f..%2fetc%2fpasswd",
+      "%2e%2e%2f",
+      "%ff",
+      "%",
+      "%zz",
+      "9007199254740991",
+      "9007199254740993",
+      "18446744073709551616",
+      "-9223372036854775808",
+      "١",
+      "Infinity",
+      "NaN",
+      "null",
+      "undefined",
+      "__proto__",
+      "constructor",
+      "1;2",
+      "1,2",
+      "' OR 1=1 --",
+      "%F0%9F%92%A5",
+    ),
+  },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 20_000 }).map((n) => "9".repeat(n)) },
+  {
+    weight: 1,
+    arbitrary: fc.string({ maxLength: 30 }).map((s) => encodeURIComponent(s)),
+  },
+);
+
+const query: fc.Arbitrary<string> = fc.oneof(
+  { weight: 3, arbitrary: fc.constant("") },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      limit: fc.oneof(
+        fc.constantFrom("0", "1", "2", "50", "500", "501", "-1", "1.5", "abc", "", "1e2", "01"),
+        fc.integer().map(String),
+      ),
+      cursor: fc.oneof(
+        fc.constantFrom("", "abc", "AAAA", "null", "%00", "eyJpZCI6MX0", "MQ", "Mg=="),
+        fc.string({ maxLength: 40 }).map(encodeURIComponent),
+      ),
+    }, { requiredKeys: [] }).map((q) =>
+      "?" + Object.entries(q).map(([k, v]) => `${k}=${v}`).join("&")
+    ),
+  },
+  { weight: 1, arbitrary: fc.string({ maxLength: 60 }).map((s) => "?" + encodeURIComponent(s)) },
+  { weight: 1, arbitrary: fc.constantFrom("?limit=1&limit=2", "?&&&", "?=", "?a[]=1", "?%zz") },
+);
+
+/** Paths: every route (with odd ids), near-misses, traversal, long segments; plus a query. */
+export const path: fc.Arbitrary<string> = fc.tuple(
+  fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom(
+        "/",
+        "/rest/books",
+        "/addresses",
+        "/healthz",
+        "/readyz",
+        "/openapi.json",
+        "/docs",
+        "/docs/errors",
+        "/graphql",
+        "/books.v1.BooksService/books",
+      ),
+    },
+    { weight: 6, arbitrary: idSpelling.map((id) => `/addresses/${id}`) },
+    { weight: 3, arbitrary: idSpelling.map((id) => `/api/book/${id}`) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        "/addresses/",
+        "//addresses",
+        "/addresses/1/",
+        "/addresses/1/extra",
+        "/ADDRESSES",
+        "/rest/books/",
+        "/rest/books/1",
+        "/api/book/",
+        "/api/book",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/addresses/..%2f..%2f",
+        "/addresses%2f1",
+        "/graphql/assets/..%2f..%2fdeno.json",
+        "/graphql/assets/graphiql.js",
+        "/docs/..%2fdeno.json",
+        "/books.v1.BooksService/Books",
+        "/books.v1.BooksService/",
+        "/grpc.health.v1.Health/Check",
+        "/.env",
+      ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.array(fc.string({ maxLength: 12 }).map(encodeURIComponent), {
+        minLength: 1,
+        maxLength: 5,
+      }).map((parts) => "/" + parts.join("/")),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(
+        fc.constantFrom("/addresses/", "/api/book/", "/", "/rest/books/"),
+        fc.integer({ min: 1000, max: 20_000 }),
+        fc.constantFrom("a", "%2e", "1", "é"),
+      ).map(([prefix, n, c]) => prefix + encodeURIComponent(c).repeat(Math.ceil(n / 3))),
+    },
+  ),
+  query,
+).map(([p, q]) => p + q);
+
+const essence = fc.constantFrom(
+  "application/json",
+  "APPLICATION/JSON",
+  "Application/Json",
+  "application/vnd.books.v1+json",
+  "application/vnd.books.v2+json",
+  "application/VND.BOOKS.V2+JSON",
+  "application/merge-patch+json",
+  "application/problem+json",
+  "application/foo+json",
+  "application/graphql-response+json",
+  "application/graphql",
+  "application/proto",
+  "application/grpc",
+  "text/plain",
+  "text/json",
+  "text/html",
+  "application/x-www-form-urlencoded",
+  "multipart/form-data",
+  "application/octet-stream",
+  "*/*",
+  "application/*",
+  "json",
+  "application/",
+  "",
+);
+
+const params = fc.oneof(
+  { weight: 3, arbitrary: fc.constant("") },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      ";",
+      ";;;",
+      " ;",
+      "; charset=utf-8",
+      "; charset=UTF-8",
+      ";charset=utf-8",
+      "; charset=latin1",
+      "; charset=utf-16",
+      '; charset="utf-8"',
+      "; charset",
+      "; charset=",
+      ";=",
+      "; boundary=----x",
+      "; q=0.5; a=b",
+      "; version=2",
+      ";\tcharset=utf-8",
+      ", application/json",
+    ),
+  },
+  { weight: 1, arbitrary: headerText(30).map((s) => ";" + s) },
+);
+
+/** Content-Type values: JSON and non-JSON types in odd casing with odd parameters. */
+export const contentType: fc.Arbitrary<string> = fc.oneof(
+  { weight: 6, arbitrary: fc.tuple(essence, params).map(([e, p]) => e + p) },
+  { weight: 1, arbitrary: headerText(40) },
+);
+
+const accept = fc.oneof(
+  fc.constantFrom(
+    "application/json",
+    "application/problem+json",
+    "application/vnd.books.v1+json",
+    "application/vnd.books.v2+json",
+    "application/graphql-response+json",
+    "text/html",
+    "text/plain",
+    "image/png",
+    "*/*",
+    "application/*",
+    "application/json;q=0",
+    "application/json;q=0, */*;q=0",
+    "application/xml, application/problem+json;q=0.9",
+    "*/*;q=0.1, application/vnd.books.v2+json",
+    "",
+    ",,,",
+    ";q=1",
+  ),
+  headerText(60),
+);
+
+const acceptLanguage = fc.oneof(
+  fc.constantFrom("de", "de-DE", "en", "fr", "de;q=0", "*", "de;q=abc", "en;q=0.1, de;q=0.9", ""),
+  headerText(60),
+);
+
+const ifMatch = fc.oneof(
+  fc.constantFrom("*", '"abc"', 'W/"abc"', '""', '"', ",,,", '"00000000000000010000"', "null"),
+  headerText(80),
+);
+
+const requestId = fc.oneof(
+  fc.uuid().map(String),
+  fc.constantFrom("", "abc", "a".repeat(200), "../../x", "id with spaces", "é"),
+  headerText(100),
+);
+
+const bigValue = fc.integer({ min: 4_000, max: 40_000 }).map((n) => "a".repeat(n));
+
+/** Request headers: a random subset of the ones the server reads, with odd values. */
+export const headers: fc.Arbitrary<Record<string, string>> = fc.record({
+  "content-type": contentType,
+  "accept": accept,
+  "accept-language": acceptLanguage,
+  "if-match": ifMatch,
+  "if-none-match": ifMatch,
+  "x-request-id": requestId,
+  "idempotency-key": fc.oneof(fc.uuid().map(String), headerText(40)),
+  "authorization": fc.constantFrom("Bearer x", "Basic Zm9vOmJhcg==", "Bearer ", "bearer a.b.c"),
+  "x-big": bigValue,
+  "accept-encoding": fc.constantFrom("gzip", "br", "identity;q=0", "*", "x-unknown"),
+  "content-encoding": fc.constantFrom("gzip", "identity", "br", "x-unknown"),
+}, { requiredKeys: [] }).map((h) => ({ ...h }));
+
+const fieldValue: fc.Arbitrary<unknown> = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom("Ada", "London", "W1J 7NT", "10115", " x ", "a-b 1") },
+  { weight: 2, arbitrary: nastyString(30) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 0, max: 300 }).map((n) => "x".repeat(n)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(null, 0, -1, 1e308, true, false, [], {}, ["Ada"], { a: 1 }),
+  },
+);
+
+/** An address with every member perhaps missing, mistyped, hostile or extra. */
+export const mutatedAddress: fc.Arbitrary<Record<string, unknown>> = fc.record({
+  name: fieldValue,
+  city: fieldValue,
+  postalCode: fieldValue,
+  id: fc.oneof(fc.integer(), fc.constant("1"), fc.constant(null)),
+  extra: fc.jsonValue({ maxDepth: 2 }),
+}, { requiredKeys: [] });
+
+/** A valid address (what model tests and the valid half of the fuzz send). */
+export const validAddress: fc.Arbitrary<{ name: string; city: string; postalCode: string }> = fc
+  .record({
+    name: fc.string({ minLength: 1, maxLength: 20 }).filter((s) => s.trim().length > 0),
+    city: fc.string({ minLength: 1, maxLength: 20 }).filter((s) => s.trim().length > 0),
+    postalCode: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 -]{0,8}[A-Za-z0-9]$/),
+  });
+
+function jsonText(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => v) ?? "null";
+}
+
+/** Request bodies: JSON and not, well-formed and not. */
+export const body: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.oneof(
+  { weight: 5, arbitrary: mutatedAddress.map((a) => encoder.encode(jsonText(a))) },
+  { weight: 2, arbitrary: validAddress.map((a) => encoder.encode(JSON.stringify(a))) },
+  { weight: 2, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => new Uint8Array(b)) },
+  { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => encoder.encode(jsonText(v))) },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(fc.integer({ min: 1, max: 50_000 }), fc.constantFrom("[", '{"a":'))
+      .map(([n, open]) =>
+        encoder.encode(open.repeat(n) + "1" + (open === "[" ? "]" : "}").repeat(n))
+      ),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      "",
+      " ",
+      "null",
+      "[]",
+      '"x"',
+      "1",
+      "{}",
+      '{"name":1e400,"city":"x","postalCode":"1"}',
+      '{"name":"a","city":"b","postalCode":123456789012345678901234567890}',
+      '{"name":"\\ud800","city":"\\udfff","postalCode":"1"}',
+      '{"name":"a","name":"b","city":"c","postalCode":"1"}',
+      '\ufeff{"name":"a","city":"b","postalCode":"1"}',
+      '{"name":"a","city":"b","postalCode":"1"} trailing',
+      '{"name":"a","city":"b","postalCode":"1"}{}',
+      '{"__proto__":{"admin":true},"name":"a","city":"b","postalCode":"1"}',
+      '{"name":"a\\u0000","city":"b","postalCode":"1"}',
+      "{'name':'a'}",
+      '{"name":"a",}',
+    ).map((s) => encoder.encode(s)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 60_000, max: 200_000 }).map((n) =>
+      encoder.encode(JSON.stringify({ name: "x".repeat(n), city: "c", postalCode: "1" }))
+    ),
+  },
+);
+
+/** Methods: the usual ones (weighted to writes), odd case and unknown tokens. */
+export const method: fc.Arbitrary<string> = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.constantFrom("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"),
+  },
+  { weight: 1, arbitrary: fc.constantFrom("patch", "PROPFIND", "FOO", "QUERY", "M-SEARCH") },
+);
+
+/** A whole REST request. */
+export const httpCase: fc.Arbitrary<HttpCase> = fc.record({
+  method,
+  path,
+  headers,
+  body,
+}).map(({ method, path, headers, body }) =>
+  method === "GET" || method === "HEAD"
+    ? { method, path, headers }
+    : { method, path, headers, body }
+);
