@@ -2,6 +2,7 @@ import type { GraphqlConfig } from "../lib/config.ts";
 import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import { type Handler, pathOf } from "./front.ts";
+import { nameHttpSpan, TRACING } from "../lib/tracing.ts";
 import type { BookStore } from "../store/books.ts";
 import {
   decodeBody,
@@ -77,6 +78,7 @@ export function withCachedGraphql(
       status: 200,
       durationMs: msSince(started),
       requestId,
+      traceId: TRACING ? nameHttpSpan("POST", "/graphql", requestId) : undefined,
     });
     return response;
   };

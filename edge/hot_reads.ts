@@ -4,6 +4,7 @@ import { ID_PATTERN } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
 import { type Handler, pathOf } from "./front.ts";
 import { acceptableJson, jsonHeaders } from "../lib/negotiate.ts";
+import { nameHttpSpan, TRACING } from "../lib/tracing.ts";
 
 const BOOK_PATH = "/api/book/";
 
@@ -44,6 +45,9 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Ha
       status: 200,
       durationMs: msSince(started),
       requestId,
+      traceId: TRACING
+        ? nameHttpSpan("GET", path === "/rest/books" ? path : "/api/book/{id}", requestId)
+        : undefined,
     });
     return response;
   };

@@ -1,10 +1,12 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { ANONYMOUS } from "../lib/caller.ts";
 import { AppError } from "../lib/errors.ts";
 import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import { isJsonContentType, mediaTypeOf, readBodyLimited } from "../lib/body.ts";
+import { matchedRoutes } from "hono/route";
+import { nameHttpSpan, routeTemplate, TRACING } from "../lib/tracing.ts";
 
 /**
  * Sets `X-Request-Id` on every response (the client's when well-formed, else a new UUID) and
@@ -31,8 +33,18 @@ export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
       status: c.res.status,
       durationMs: msSince(started),
       requestId,
+      traceId: TRACING ? nameHttpSpan(c.req.method, routeOf(c), requestId) : undefined,
     });
   };
+}
+
+/**
+ * The template of the route that answered (`/addresses/{id}`); a request no route took (only
+ * middleware ran: 404, 405, a refusal) has none.
+ */
+function routeOf(c: Context<AppEnv>): string | undefined {
+  const route = matchedRoutes(c).at(c.req.routeIndex);
+  return route === undefined || route.method === "ALL" ? undefined : routeTemplate(route.path);
 }
 
 /**

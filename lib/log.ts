@@ -35,6 +35,8 @@ export interface AccessLine {
   status: number;
   durationMs: number;
   requestId: string;
+  /** The OpenTelemetry trace id of the request, when tracing is on (lib/tracing.ts). */
+  traceId?: string | undefined;
 }
 
 /**
@@ -90,7 +92,8 @@ export function createLogger(
 
   function request(line: AccessLine) {
     if (RANK.info < min) return;
-    // Strings are JSON-quoted one by one; `status` and `durationMs` are finite numbers.
+    // Strings are JSON-quoted one by one; `status` and `durationMs` are finite numbers, a trace
+    // id is 32 hex digits.
     push(
       `{"time":"${timestamp()}","level":"info","msg":"request","method":${
         JSON.stringify(line.method)
@@ -98,7 +101,7 @@ export function createLogger(
         JSON.stringify(line.path)
       },"status":${line.status},"durationMs":${line.durationMs},"requestId":${
         JSON.stringify(line.requestId)
-      }}\n`,
+      }${line.traceId === undefined ? "" : `,"traceId":"${line.traceId}"`}}\n`,
     );
   }
 

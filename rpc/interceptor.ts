@@ -3,6 +3,7 @@ import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import { toConnectError } from "./errors.ts";
 import type { Decision } from "../lib/gate.ts";
+import { rpcSystemOf, startRpcSpan, TRACING } from "../lib/tracing.ts";
 
 /** The request id of a call, set by whoever accepted the request (listener or Hono route). */
 export const requestIdKey = createContextKey<string | undefined>(undefined, {
@@ -31,13 +32,24 @@ export function serverInterceptor(options: { logger: Logger; accessLog: boolean 
     const requestId = req.contextValues.get(requestIdKey) ??
       requestIdFrom(req.header.get("x-request-id"));
     const procedure = `${req.service.typeName}/${req.method.name}`;
+    const span = TRACING
+      ? startRpcSpan(
+        rpcSystemOf(req.header.get("content-type")),
+        req.service.typeName,
+        req.method.name,
+        requestId,
+        started,
+      )
+      : undefined;
     const done = (code: Code | undefined) => {
+      span?.end({ code: code ?? 0 });
       if (!accessLog) return;
       logger.info("rpc", {
         procedure,
         code: code === undefined ? "ok" : Code[code],
         durationMs: msSince(started),
         requestId,
+        traceId: span?.traceId,
       });
     };
     const fail = (error: unknown): ConnectError => {
