@@ -1,0 +1,114 @@
+/** The REST fuzz invariants, shared by the suites that send REST requests. */
+import assert from "node:assert/strict";
+import {
+  assertDetailedErrorBody,
+  assertGraphqlErrors,
+  assertNoInternals,
+  assertProblemBody,
+} from "./fuzz.ts";
+import type { HttpCase } from "./fuzz_http.ts";
+
+/** An address as the API answers it. */
+export type Address = { id: number; name: string; city: string; postalCode: string };
+
+/** The request as fetch would send it, or undefined when fetch itself refuses its parts. */
+export function requestOf(base: string, c: HttpCase): Request | undefined {
+  try {
+    return new Request(base + c.path, {
+      method: c.method,
+      headers: c.headers,
+      body: c.body,
+      redirect: "manual",
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Size of the request head: over about 64 KiB the HTTP layer refuses it before the app. */
+function headBytes(c: HttpCase): number {
+  return c.path.length +
+    Object.entries(c.headers).reduce((n, [k, v]) => n + k.length + v.length, 0);
+}
+
+function isJsonType(type: string | null, essence: string): boolean {
+  return type !== null && type.split(";")[0]!.trim().toLowerCase() === essence;
+}
+
+/** Checks one answer against the invariants; returns the parsed JSON body when there is one. */
+export function checkAnswer(c: HttpCase, res: Response, text: string): unknown {
+  const where = `${c.method} ${c.path.slice(0, 120)} -> ${res.status}`;
+  assert.ok(res.status < 500, `${where}: server error ${text.slice(0, 300)}`);
+  assertNoInternals(text, where);
+  const type = res.headers.get("content-type");
+  if (res.status === 400 && text === "" && headBytes(c) > 48_000) return undefined;
+  assert.ok(res.headers.get("x-request-id"), `${where}: no X-Request-Id`);
+  if (res.status < 400 || c.method === "HEAD" || res.status === 304) return parse(text);
+  const route = c.path.split("?")[0]!;
+  const body = parse(text);
+  if (isJsonType(type, "application/problem+json")) {
+    assertProblemBody(body, res.status, where);
+  } else if (route === "/graphql" && body && (body as { errors?: unknown[] }).errors?.[0]) {
+    const first = (body as { errors: Record<string, unknown>[] }).errors[0]!;
+    if ("extensions" in first) assertGraphqlErrors(body, where);
+    else assertDetailedErrorBody(body, where);
+  } else if (
+    route.startsWith("/books.v1.") && typeof (body as { code?: unknown })?.code === "string"
+  ) {
+    assert.equal(typeof (body as { message?: unknown }).message, "string", where);
+  } else {
+    assert.ok(
+      isJsonType(type, "application/json"),
+      `${where}: error with content-type ${type}: ${text.slice(0, 200)}`,
+    );
+    assertDetailedErrorBody(body, where);
+  }
+  return body;
+}
+
+function parse(text: string): unknown {
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Applies a successful write to the model; the server's list must then equal it. */
+export function applyWrite(
+  model: Map<number, Address>,
+  c: HttpCase,
+  status: number,
+  body: unknown,
+) {
+  const route = c.path.split("?")[0]!;
+  if (route !== "/addresses" && !route.startsWith("/addresses/")) return;
+  if (status >= 300) return;
+  if (c.method === "GET" || c.method === "HEAD" || c.method === "OPTIONS") return;
+  const where = `${c.method} ${route.slice(0, 80)} -> ${status}`;
+  if (c.method === "DELETE") {
+    assert.equal(status, 204, where);
+    const id = Number(decodeURIComponent(route.slice("/addresses/".length)));
+    assert.ok(model.delete(id), `${where}: deleted an id the model does not hold`);
+    return;
+  }
+  const address = body as Address;
+  assert.ok(Number.isSafeInteger(address?.id), `${where}: a write answered without an address`);
+  if (c.method === "POST") assert.ok(!model.has(address.id), `${where}: POST reused id`);
+  model.set(address.id, address);
+}
+
+export async function listAll(base: string, headers: HeadersInit = {}): Promise<Address[]> {
+  const all: Address[] = [];
+  let cursor: string | null = null;
+  do {
+    const url: string = `${base}/addresses?limit=500${cursor ? `&cursor=${cursor}` : ""}`;
+    const res = await fetch(url, { headers });
+    assert.equal(res.status, 200);
+    const page = await res.json();
+    all.push(...page.addresses);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return all;
+}
