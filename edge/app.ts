@@ -6,6 +6,7 @@ import type { Store } from "../store/store.ts";
 import { addressRoutes } from "../routes/addresses.ts";
 import { booksRoutes } from "../routes/books.ts";
 import { docsRoutes } from "../routes/docs.ts";
+import { homeRoutes } from "../routes/home.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import { healthRoutes } from "../routes/health.ts";
 import { jsonObjectBody, requestContext } from "./middleware.ts";
@@ -93,6 +94,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     isListening: deps.isListening ?? (() => true),
   }, app);
   docsRoutes(app);
+  homeRoutes(app);
   // GraphQL and Connect/gRPC-Web mount here (graphql/, rpc/).
   graphqlRoutes(app, {
     books: deps.store.books,
@@ -109,7 +111,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
       version: "1.0.0",
       description: "REST side of the book catalogue and address book. Errors use the detailed " +
         "body `{errors:[{error,message,detail,help}]}`, or RFC 7807 with " +
-        "`Accept: application/problem+json`.",
+        "`Accept: application/problem+json`. Versions: `application/json` and " +
+        "`application/vnd.books.v1+json` are version 1; `application/vnd.books.v2+json` (in " +
+        "Accept, or in Content-Type of a write) is version 2, which changes only PUT on an " +
+        "address (RFC 9110 semantics). Entry point: `GET /`.",
     },
   });
 

@@ -3,7 +3,8 @@ import { requestIdFrom } from "../lib/request_id.ts";
 import { ID_PATTERN } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
 import { type Handler, pathOf } from "./front.ts";
-import { acceptableJson, jsonHeaders } from "../lib/negotiate.ts";
+import { acceptableJson } from "../lib/negotiate.ts";
+import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/conditional.ts";
 import { nameHttpSpan, TRACING } from "../lib/tracing.ts";
 
 const BOOK_PATH = "/api/book/";
@@ -26,23 +27,34 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Ha
     const started = performance.now();
     const path = pathOf(request.url);
     let body: Uint8Array<ArrayBuffer> | undefined;
-    if (path === "/rest/books") body = books.listJson();
-    else if (path.startsWith(BOOK_PATH)) {
+    let etag: string | undefined;
+    if (path === "/rest/books") {
+      body = books.listJson();
+      etag = books.listEtag();
+    } else if (path.startsWith(BOOK_PATH)) {
       const id = path.slice(BOOK_PATH.length);
       // Only the spelling the route's schema accepts; any other goes to the app.
-      if (ID_PATTERN.test(id)) body = books.getJson(Number(id));
+      if (ID_PATTERN.test(id)) {
+        body = books.getJson(Number(id));
+        etag = books.getEtag(Number(id));
+      }
     }
-    if (body === undefined) return app(request, info);
+    if (body === undefined || etag === undefined) return app(request, info);
     const type = acceptableJson(request.headers.get("accept"));
     if (type === undefined) return app(request, info);
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
-    const response = new Response(body, {
-      headers: jsonHeaders(type, requestId),
+    // The ETags were computed once with the catalogue; If-None-Match makes it a 304.
+    const response = conditionalJson(body, {
+      type,
+      etag,
+      cacheControl: BOOKS_CACHE_CONTROL,
+      requestId,
+      ifNoneMatch: request.headers.get("if-none-match"),
     });
     logger.request({
       method: "GET",
       path,
-      status: 200,
+      status: response.status,
       durationMs: msSince(started),
       requestId,
       traceId: TRACING

@@ -4,7 +4,13 @@ import { AppError } from "../lib/errors.ts";
 import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import type { AppEnv } from "../lib/app_env.ts";
-import { isJsonContentType, mediaTypeOf, readBodyLimited } from "../lib/body.ts";
+import {
+  bodyTypesFor,
+  isBodyTypeFor,
+  mediaTypeOf,
+  MERGE_PATCH_JSON,
+  readBodyLimited,
+} from "../lib/body.ts";
 import { matchedRoutes } from "hono/route";
 import { nameHttpSpan, routeTemplate, TRACING } from "../lib/tracing.ts";
 
@@ -48,21 +54,25 @@ function routeOf(c: Context<AppEnv>): string | undefined {
 }
 
 /**
- * Guards JSON writes (POST, PUT): 415 without a JSON content type, 413 above `limit`
- * bytes, 400 `invalid-body` for anything that is not a JSON object. The parsed text is handed
- * to Hono's body cache so the route's zod validator reads it without touching the stream again.
+ * Guards JSON writes (POST, PUT, PATCH): 415 without a body type the method takes
+ * (lib/body.ts `bodyTypesFor`; on PATCH with `Accept-Patch`), 413 above `limit` bytes, 400
+ * `invalid-body` for anything that is not a JSON object. The parsed text is handed to Hono's body
+ * cache so the route's zod validator reads it without touching the stream again.
  */
 export function jsonObjectBody(limit: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const method = c.req.method;
-    if (method !== "POST" && method !== "PUT") return next();
+    const types = bodyTypesFor(method);
+    if (types === undefined) return next();
     const type = c.req.header("content-type");
-    if (!isJsonContentType(type)) {
+    if (!isBodyTypeFor(method, type)) {
+      const wanted = types.join(" or ");
       throw new AppError(
         "unsupported-media-type",
         type
-          ? `Content-Type ${type.slice(0, 100)} is not supported; send application/json.`
-          : "The request has no Content-Type; send application/json.",
+          ? `Content-Type ${type.slice(0, 100)} is not supported for ${method}; send ${wanted}.`
+          : `The request has no Content-Type; send ${wanted}.`,
+        method === "PATCH" ? { headers: { "accept-patch": MERGE_PATCH_JSON } } : {},
       );
     }
     const bytes = await readBodyLimited(c.req.raw, limit);

@@ -1,8 +1,20 @@
 import { AppError } from "./errors.ts";
-import { VENDOR_JSON } from "./negotiate.ts";
+import { VENDOR_JSON, VENDOR_JSON_V2 } from "./negotiate.ts";
 
 /** The body types a JSON write (POST, PUT) takes, in any case and with any parameters. */
-export const JSON_BODY_TYPES: readonly string[] = ["application/json", VENDOR_JSON];
+export const JSON_BODY_TYPES: readonly string[] = ["application/json", VENDOR_JSON, VENDOR_JSON_V2];
+
+/** The one body type PATCH takes: JSON Merge Patch (RFC 7396). */
+export const MERGE_PATCH_JSON = "application/merge-patch+json";
+
+const PATCH_BODY_TYPES: readonly string[] = [MERGE_PATCH_JSON];
+
+/** The body types a write with this method takes; undefined for methods without a body. */
+export function bodyTypesFor(method: string): readonly string[] | undefined {
+  if (method === "POST" || method === "PUT") return JSON_BODY_TYPES;
+  if (method === "PATCH") return PATCH_BODY_TYPES;
+  return undefined;
+}
 
 // RFC 9110 `type "/" subtype`, both tokens.
 const TOKEN = "[!#$%&'*+.^_`|~0-9a-z-]+";
@@ -24,8 +36,16 @@ export function mediaTypeOf(value: string | undefined | null): string | undefine
  * media type decides, so every layer that asks gets the same answer.
  */
 export function isJsonContentType(value: string | undefined | null): boolean {
+  return isBodyTypeFor("POST", value);
+}
+
+/**
+ * True when a Content-Type names a type a write with `method` takes (`bodyTypesFor`): the one
+ * definition of an acceptable body type, for every layer that asks.
+ */
+export function isBodyTypeFor(method: string, value: string | undefined | null): boolean {
   const type = mediaTypeOf(value);
-  return type !== undefined && JSON_BODY_TYPES.includes(type);
+  return type !== undefined && (bodyTypesFor(method)?.includes(type) ?? false);
 }
 
 /**

@@ -1,119 +1,19 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { ADDRESS_CACHE_CONTROL, conditionalJson } from "../lib/conditional.ts";
 import { AppError } from "../lib/errors.ts";
-import {
-  AddressInputSchema,
-  AddressListQuerySchema,
-  AddressPageSchema,
-  AddressSchema,
-  errorResponse,
-  IdParamSchema,
-} from "../lib/schemas.ts";
+import { addressResponseType, isVersion2, negotiateJson } from "../lib/negotiate.ts";
+import type { Address } from "../lib/schemas.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses.ts";
 import { type AppEnv, preEncoded } from "../lib/app_env.ts";
-import { negotiateJson, VENDOR_JSON } from "../lib/negotiate.ts";
-
-// Every type lib/body.ts JSON_BODY_TYPES names is declared, so the route's media-type gate
-// accepts what the edge's JSON guard accepted.
-const jsonBody = {
-  required: true,
-  content: {
-    "application/json": { schema: AddressInputSchema },
-    [VENDOR_JSON]: { schema: AddressInputSchema },
-  },
-} as const;
-
-const IfMatchHeaderSchema = z.object({
-  "if-match": z.string().max(1000).optional().openapi({
-    param: { name: "if-match", in: "header" },
-    description: "Only act if the address still has this ETag (else 412).",
-  }),
-});
-
-const addressResponse = (description: string) => ({
-  description,
-  headers: { ETag: { schema: { type: "string" as const } } },
-  content: { "application/json": { schema: AddressSchema } },
-});
-
-const createAddress = createRoute({
-  method: "post",
-  path: "/addresses",
-  summary: "Create an address (every request creates a new one)",
-  request: { body: jsonBody },
-  responses: {
-    201: {
-      ...addressResponse("Created"),
-      headers: {
-        Location: { schema: { type: "string" } },
-        ETag: { schema: { type: "string" } },
-      },
-    },
-    400: errorResponse("`invalid-body` or `invalid-field`"),
-    413: errorResponse("`payload-too-large`"),
-    415: errorResponse("`unsupported-media-type`"),
-    503: errorResponse("`service-unavailable`"),
-  },
-});
-
-const listAddresses = createRoute({
-  method: "get",
-  path: "/addresses",
-  summary: "List addresses by ascending id, one page at a time",
-  request: { query: AddressListQuerySchema },
-  responses: {
-    200: { description: "A page", content: { "application/json": { schema: AddressPageSchema } } },
-    400: errorResponse("`invalid-parameter`: limit or cursor"),
-  },
-});
-
-const getAddress = createRoute({
-  method: "get",
-  path: "/addresses/{id}",
-  summary: "Get one address",
-  request: { params: IdParamSchema },
-  responses: {
-    200: addressResponse("The address"),
-    400: errorResponse("`invalid-parameter`"),
-    404: errorResponse("`address-not-found`"),
-  },
-});
-
-const putAddress = createRoute({
-  method: "put",
-  path: "/addresses/{id}",
-  summary: "Replace city and postal code of an address, or create it with a new id",
-  description: "Spec 4.6: an existing address gets city and postalCode from the body and keeps " +
-    "its name (200). When none exists, the body is stored as a new address with a generated " +
-    "id, not the path id (201 with Location).",
-  request: { params: IdParamSchema, headers: IfMatchHeaderSchema, body: jsonBody },
-  responses: {
-    200: addressResponse("Updated"),
-    201: {
-      ...addressResponse("Created with a generated id"),
-      headers: {
-        Location: { schema: { type: "string" } },
-        ETag: { schema: { type: "string" } },
-      },
-    },
-    400: errorResponse("`invalid-body`, `invalid-field` or `invalid-parameter`"),
-    412: errorResponse("`precondition-failed`"),
-    413: errorResponse("`payload-too-large`"),
-    415: errorResponse("`unsupported-media-type`"),
-  },
-});
-
-const deleteAddress = createRoute({
-  method: "delete",
-  path: "/addresses/{id}",
-  summary: "Delete an address",
-  request: { params: IdParamSchema, headers: IfMatchHeaderSchema },
-  responses: {
-    204: { description: "Deleted" },
-    400: errorResponse("`invalid-parameter`"),
-    404: errorResponse("`address-not-found`"),
-    412: errorResponse("`precondition-failed`"),
-  },
-});
+import {
+  createAddress,
+  deleteAddress,
+  getAddress,
+  listAddresses,
+  patchAddress,
+  putAddress,
+} from "./address_api.ts";
 
 /** Strong ETag of a stored address: its KV versionstamp. */
 export function etagOf(stored: StoredAddress): string {
@@ -134,13 +34,23 @@ function addressJson(stored: StoredAddress, status: number, type: string, extra 
   });
 }
 
-/** REST routes of the address book. */
+function created(stored: StoredAddress, type: string, extra = {}): Response {
+  return addressJson(stored, 201, type, { location: `/addresses/${stored.address.id}`, ...extra });
+}
+
+/** The response type of an address write: v2 when the request is v2 (lib/negotiate.ts). */
+function writeType(c: Context<AppEnv>): string {
+  return addressResponseType(c.req.header("accept"), c.req.header("content-type"));
+}
+
+/** REST routes of the address book. Every call acts for the caller's owner (lib/caller.ts). */
 export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(createAddress, async (c) => {
-    const type = negotiateJson(c.req.header("accept"));
-    const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"));
+    const type = writeType(c);
+    const key = c.req.valid("header")["idempotency-key"];
+    const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"), key);
     return preEncoded(
-      addressJson(stored, 201, type, { location: `/addresses/${stored.address.id}` }),
+      created(stored, type, stored.replayed ? { "idempotent-replayed": "true" } : {}),
     );
   });
 
@@ -150,7 +60,9 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
     const page = await addresses.list(c.get("caller").owner, { limit: limit ?? 50, cursor });
     const body = { addresses: page.items.map((s) => s.address), nextCursor: page.nextCursor };
     return preEncoded(
-      new Response(JSON.stringify(body), { headers: { "content-type": type, "vary": "Accept" } }),
+      new Response(JSON.stringify(body), {
+        headers: { "content-type": type, "vary": "Accept", "cache-control": ADDRESS_CACHE_CONTROL },
+      }),
     );
   });
 
@@ -159,29 +71,46 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
     const { id } = c.req.valid("param");
     const stored = await addresses.get(c.get("caller").owner, id);
     if (!stored) throw new AppError("address-not-found", `No address has id ${id}.`);
-    return preEncoded(addressJson(stored, 200, type));
+    return preEncoded(conditionalJson(JSON.stringify(stored.address), {
+      type,
+      etag: etagOf(stored),
+      cacheControl: ADDRESS_CACHE_CONTROL,
+      requestId: c.get("requestId"),
+      ifNoneMatch: c.req.valid("header")["if-none-match"],
+    }));
   });
 
   app.openapi(putAddress, async (c) => {
-    const type = negotiateJson(c.req.header("accept"));
+    const type = writeType(c);
     const { id } = c.req.valid("param");
     const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
-    const stored = await addresses.put(c.get("caller").owner, id, c.req.valid("json"), ifMatch);
-    if (stored.created) {
-      return preEncoded(
-        addressJson(stored, 201, type, { location: `/addresses/${stored.address.id}` }),
-      );
-    }
+    const owner = c.get("caller").owner;
+    const input = c.req.valid("json");
+    const v2 = isVersion2(c.req.header("accept"), c.req.header("content-type"));
+    const stored = v2
+      ? await addresses.putAt(owner, id, input, ifMatch)
+      : await addresses.put(owner, id, input, ifMatch);
+    return preEncoded(stored.created ? created(stored, type) : addressJson(stored, 200, type));
+  });
+
+  app.openapi(patchAddress, async (c) => {
+    const type = negotiateJson(c.req.header("accept"));
+    const { id } = c.req.valid("param");
+    const patch = c.req.valid("json");
+    const change = (current: Address) => ({
+      name: patch.name ?? current.name,
+      city: patch.city ?? current.city,
+      postalCode: patch.postalCode ?? current.postalCode,
+    });
+    const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
+    const stored = await addresses.patch(c.get("caller").owner, id, change, ifMatch);
     return preEncoded(addressJson(stored, 200, type));
   });
 
   app.openapi(deleteAddress, async (c) => {
     const { id } = c.req.valid("param");
-    await addresses.delete(
-      c.get("caller").owner,
-      id,
-      parseIfMatch(c.req.valid("header")["if-match"]),
-    );
+    const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
+    await addresses.delete(c.get("caller").owner, id, ifMatch);
     return preEncoded(new Response(null, { status: 204 }));
   });
 }

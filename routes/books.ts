@@ -2,19 +2,30 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import { BookSchema, errorResponse, IdParamSchema } from "../lib/schemas.ts";
+import {
+  CACHED_HEADERS,
+  IfNoneMatchHeaderSchema,
+  jsonContent,
+  NOT_MODIFIED,
+} from "../lib/openapi.ts";
 import type { BookStore } from "../store/books.ts";
 import { type AppEnv, preEncoded } from "../lib/app_env.ts";
-import { jsonHeaders, negotiateJson } from "../lib/negotiate.ts";
+import { negotiateJson } from "../lib/negotiate.ts";
+import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/conditional.ts";
 
 const listBooks = createRoute({
   method: "get",
   path: "/rest/books",
   summary: "List all books (ascending id)",
+  request: { headers: IfNoneMatchHeaderSchema },
   responses: {
     200: {
       description: "Every book of the catalogue",
-      content: { "application/json": { schema: z.array(BookSchema) } },
+      headers: CACHED_HEADERS,
+      content: jsonContent(z.array(BookSchema)),
     },
+    304: NOT_MODIFIED,
+    406: errorResponse("`not-acceptable`"),
   },
 });
 
@@ -22,9 +33,11 @@ const getBook = createRoute({
   method: "get",
   path: "/api/book/{id}",
   summary: "Get one book",
-  request: { params: IdParamSchema },
+  request: { params: IdParamSchema, headers: IfNoneMatchHeaderSchema },
   responses: {
-    200: { description: "The book", content: { "application/json": { schema: BookSchema } } },
+    200: { description: "The book", headers: CACHED_HEADERS, content: jsonContent(BookSchema) },
+    304: NOT_MODIFIED,
+    406: errorResponse("`not-acceptable`"),
     400: errorResponse("`invalid-parameter`: id is not a positive integer"),
     404: errorResponse("`book-not-found`"),
   },
@@ -34,9 +47,13 @@ const getBook = createRoute({
 export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(listBooks, (c) => {
     const type = negotiateJson(c.req.header("accept"));
-    return preEncoded(
-      new Response(books.listJson(), { headers: jsonHeaders(type, c.get("requestId")) }),
-    );
+    return preEncoded(conditionalJson(books.listJson(), {
+      type,
+      etag: books.listEtag(),
+      cacheControl: BOOKS_CACHE_CONTROL,
+      requestId: c.get("requestId"),
+      ifNoneMatch: c.req.header("if-none-match"),
+    }));
   });
 
   app.openapi(getBook, (c) => {
@@ -44,6 +61,12 @@ export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
     const type = negotiateJson(c.req.header("accept"));
     const json = books.getJson(id);
     if (json === undefined) throw new AppError("book-not-found", `No book has id ${id}.`);
-    return preEncoded(new Response(json, { headers: jsonHeaders(type, c.get("requestId")) }));
+    return preEncoded(conditionalJson(json, {
+      type,
+      etag: books.getEtag(id)!,
+      cacheControl: BOOKS_CACHE_CONTROL,
+      requestId: c.get("requestId"),
+      ifNoneMatch: c.req.header("if-none-match"),
+    }));
   });
 }

@@ -1,4 +1,5 @@
 import type { Book } from "../lib/schemas.ts";
+import { contentEtag } from "../lib/conditional.ts";
 import { withKvRetry } from "./kv_retry.ts";
 
 /** Read access to the book catalogue. */
@@ -11,6 +12,10 @@ export interface BookStore {
   listJson(): Uint8Array<ArrayBuffer>;
   /** The JSON text of one book, encoded once, or undefined. */
   getJson(id: number): Uint8Array<ArrayBuffer> | undefined;
+  /** Strong ETag of `listJson()`, computed once. */
+  listEtag(): string;
+  /** Strong ETag of `getJson(id)`, computed once, or undefined. */
+  getEtag(id: number): string | undefined;
   /** True once the catalogue has been seeded and loaded. */
   isReady(): boolean;
 }
@@ -39,11 +44,15 @@ export function createBookStore(books: readonly Book[]): BookStore {
   const encoder = new TextEncoder();
   const json = encoder.encode(JSON.stringify(frozen));
   const jsonById = new Map(frozen.map((b) => [b.id, encoder.encode(JSON.stringify(b))]));
+  const etag = contentEtag(json);
+  const etagById = new Map([...jsonById].map(([id, bytes]) => [id, contentEtag(bytes)]));
   return {
     list: () => frozen,
     get: (id) => byId.get(id),
     listJson: () => json,
     getJson: (id) => jsonById.get(id),
+    listEtag: () => etag,
+    getEtag: (id) => etagById.get(id),
     isReady: () => true,
   };
 }

@@ -222,13 +222,13 @@ const CASES: Case[] = [
   },
   { name: "unknown route", method: "GET", path: "/nope", status: 404, codes: ["route-not-found"] },
   {
-    name: "PATCH address",
+    name: "PATCH address with application/json",
     method: "PATCH",
     path: "/addresses/1",
     headers: JSON_TYPE,
     body: "{}",
-    status: 405,
-    codes: ["method-not-allowed"],
+    status: 415,
+    codes: ["unsupported-media-type"],
   },
   {
     name: "DELETE books",

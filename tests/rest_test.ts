@@ -183,7 +183,12 @@ Deno.test("REST over a socket", async (t) => {
       for (const path of ["/rest/books", "/api/book/{id}", "/addresses", "/addresses/{id}"]) {
         assert.ok(doc.paths[path], path);
       }
-      assert.deepEqual(Object.keys(doc.paths["/addresses/{id}"]).sort(), ["delete", "get", "put"]);
+      assert.deepEqual(Object.keys(doc.paths["/addresses/{id}"]).sort(), [
+        "delete",
+        "get",
+        "patch",
+        "put",
+      ]);
       assert.ok(doc.components.schemas.AddressInput);
       const docs = await fetch(`${base}/docs/errors`);
       assert.equal(docs.status, 200);

@@ -21,6 +21,8 @@ function failingStore(error: unknown): BookStore {
     get: () => undefined,
     listJson: () => new Uint8Array(),
     getJson: () => undefined,
+    listEtag: () => '""',
+    getEtag: () => undefined,
     isReady: () => true,
   };
 }

@@ -46,6 +46,8 @@ export interface ServerProcess {
   grpcUrl: string | undefined;
   /** Sends SIGTERM and waits for exit; resolves to the exit code. */
   stop(): Promise<number>;
+  /** Sends SIGKILL (no graceful anything) and waits for the process to be gone. */
+  kill(): Promise<void>;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
 }
@@ -88,6 +90,13 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
     httpUrl: String(listening.http),
     grpcUrl: listening.grpc === undefined ? undefined : String(listening.grpc),
     output: () => text,
+    kill: async () => {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await child.status;
+      await pumps;
+    },
     stop: async () => {
       try {
         child.kill("SIGTERM");

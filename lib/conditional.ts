@@ -1,0 +1,69 @@
+import { createHash } from "node:crypto";
+
+/**
+ * Cache-Control of the catalogue: it does not change while a process runs (it is seeded once
+ * and has no write API), so a client may reuse it for five minutes and then revalidate with its
+ * ETag. No `public`: when books need a token, shared caches must not keep them.
+ */
+export const BOOKS_CACHE_CONTROL = "max-age=300";
+
+/** Cache-Control of addresses: personal data, revalidated on every use. */
+export const ADDRESS_CACHE_CONTROL = "private, no-cache";
+
+/** A strong ETag of some bytes: the start of their SHA-256, base64url. */
+export function contentEtag(bytes: Uint8Array): string {
+  return `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 27)}"`;
+}
+
+/**
+ * True when `If-None-Match` matches `etag` (RFC 9110 13.1.2: weak comparison, so `W/` is
+ * ignored; `*` matches any current representation).
+ */
+export function ifNoneMatchHits(header: string | null | undefined, etag: string): boolean {
+  if (header === null || header === undefined) return false;
+  if (header === etag) return true;
+  for (const part of header.split(",")) {
+    const tag = part.trim();
+    if (tag === "*" || tag === etag || (tag.startsWith("W/") && tag.slice(2) === etag)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * The answer to a GET of a JSON representation with a strong ETag: 304 without a body when
+ * `If-None-Match` matches, else 200. Both carry the ETag, Cache-Control, `Vary: Accept` and the
+ * request id (RFC 9110 15.4.5: a 304 repeats the validator and caching headers of the 200).
+ */
+export function conditionalJson(
+  body: BodyInit,
+  answer: {
+    type: string;
+    etag: string;
+    cacheControl: string;
+    requestId: string;
+    ifNoneMatch: string | null | undefined;
+  },
+): Response {
+  if (ifNoneMatchHits(answer.ifNoneMatch, answer.etag)) {
+    return new Response(null, {
+      status: 304,
+      headers: {
+        "etag": answer.etag,
+        "cache-control": answer.cacheControl,
+        "vary": "Accept",
+        "x-request-id": answer.requestId,
+      },
+    });
+  }
+  return new Response(body, {
+    headers: {
+      "content-type": answer.type,
+      "etag": answer.etag,
+      "cache-control": answer.cacheControl,
+      "vary": "Accept",
+      "x-request-id": answer.requestId,
+    },
+  });
+}

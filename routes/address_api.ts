@@ -1,0 +1,201 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { MERGE_PATCH_JSON } from "../lib/body.ts";
+import { VENDOR_JSON, VENDOR_JSON_V2 } from "../lib/negotiate.ts";
+import {
+  CACHED_HEADERS,
+  IfMatchSchema,
+  IfNoneMatchHeaderSchema,
+  jsonContent,
+  NOT_MODIFIED,
+} from "../lib/openapi.ts";
+import {
+  AddressInputSchema,
+  AddressListQuerySchema,
+  AddressPageSchema,
+  AddressSchema,
+  errorResponse,
+  IdParamSchema,
+} from "../lib/schemas.ts";
+
+/** The routes of the address book as OpenAPI operations (validation and documentation). */
+
+// Every type lib/body.ts JSON_BODY_TYPES names is declared, so the route's media-type gate
+// accepts what the edge's body guard accepted.
+const jsonBody = {
+  required: true,
+  description: `\`application/json\` or \`${VENDOR_JSON}\` is version 1; \`${VENDOR_JSON_V2}\` ` +
+    "(here or in Accept) is version 2.",
+  content: {
+    "application/json": { schema: AddressInputSchema },
+    [VENDOR_JSON]: { schema: AddressInputSchema },
+    [VENDOR_JSON_V2]: { schema: AddressInputSchema },
+  },
+} as const;
+
+/** A JSON Merge Patch of an address: members sent change; `null` is not allowed (all required). */
+export const AddressPatchSchema = AddressInputSchema.partial().openapi("AddressMergePatch");
+
+/** Idempotency-Key (IETF httpapi draft): 1 to 255 visible ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+const IfMatchHeaderSchema = z.object({ "if-match": IfMatchSchema });
+
+const CreateHeaderSchema = z.object({
+  "idempotency-key": z.string()
+    .regex(IDEMPOTENCY_KEY_PATTERN, "must be 1 to 255 visible ASCII characters")
+    .optional()
+    .openapi({
+      param: { name: "idempotency-key", in: "header" },
+      description: "Makes the POST safe to retry for 24 hours: the same key with the same body " +
+        "replays the first response (status, body, Location, ETag; `Idempotent-Replayed: " +
+        "true`) and creates nothing; with another body it is 422 `idempotency-key-reused`; " +
+        "while the first is still running with another body, 409 `request-in-progress`. " +
+        "Scoped to the caller.",
+    }),
+});
+
+const addressResponse = (description: string) => ({
+  description,
+  headers: {
+    ETag: { description: "Strong validator (If-Match).", schema: { type: "string" as const } },
+    Vary: { schema: { type: "string" as const } },
+  },
+  content: jsonContent(AddressSchema),
+});
+
+const LOCATION = {
+  description: "`/addresses/{id}` of the address.",
+  schema: { type: "string" as const },
+};
+
+const unsupported = errorResponse("`unsupported-media-type`");
+
+/** POST /addresses */
+export const createAddress = createRoute({
+  method: "post",
+  path: "/addresses",
+  summary: "Create an address (every request creates a new one, unless Idempotency-Key repeats)",
+  request: { headers: CreateHeaderSchema, body: jsonBody },
+  responses: {
+    201: {
+      ...addressResponse("Created (or replayed by Idempotency-Key)"),
+      headers: {
+        ...addressResponse("").headers,
+        Location: LOCATION,
+        "Idempotent-Replayed": {
+          description: "`true` when the answer replays an earlier request with the same key.",
+          schema: { type: "string" as const },
+        },
+      },
+    },
+    400: errorResponse("`invalid-body`, `invalid-field` or `invalid-parameter` (Idempotency-Key)"),
+    406: errorResponse("`not-acceptable`"),
+    409: errorResponse("`request-in-progress`"),
+    413: errorResponse("`payload-too-large`"),
+    415: unsupported,
+    422: errorResponse("`idempotency-key-reused`"),
+    503: errorResponse("`service-unavailable`"),
+  },
+});
+
+/** GET /addresses */
+export const listAddresses = createRoute({
+  method: "get",
+  path: "/addresses",
+  summary: "List the caller's addresses by ascending id, one page at a time",
+  request: { query: AddressListQuerySchema },
+  responses: {
+    200: { description: "A page", content: jsonContent(AddressPageSchema) },
+    400: errorResponse("`invalid-parameter`: limit or cursor"),
+    406: errorResponse("`not-acceptable`"),
+  },
+});
+
+/** GET /addresses/{id} */
+export const getAddress = createRoute({
+  method: "get",
+  path: "/addresses/{id}",
+  summary: "Get one of the caller's addresses",
+  request: { params: IdParamSchema, headers: IfNoneMatchHeaderSchema },
+  responses: {
+    200: {
+      ...addressResponse("The address"),
+      headers: CACHED_HEADERS,
+    },
+    304: NOT_MODIFIED,
+    400: errorResponse("`invalid-parameter`"),
+    404: errorResponse("`address-not-found` (also another owner's address)"),
+    406: errorResponse("`not-acceptable`"),
+  },
+});
+
+/** PUT /addresses/{id} */
+export const putAddress = createRoute({
+  method: "put",
+  path: "/addresses/{id}",
+  summary: "Version 1: replace city and postal code, or create with a new id. Version 2: store " +
+    "at this id",
+  description: "Version 1 (`application/json`, spec 4.6): the caller's existing address gets " +
+    "city and postalCode from the body and keeps its name (200); otherwise (absent, or another " +
+    "owner's) the body is stored as a new address with a generated id (201, Location of that " +
+    `id).\n\nVersion 2 (\`${VENDOR_JSON_V2}\` in Content-Type or Accept, RFC 9110): an absent ` +
+    "id is created at that id (201, Location of the path; any id from 1 to 2^53-1); the " +
+    "caller's existing address is replaced whole, name included (200); repeating the request " +
+    "leaves the same state. An id another owner holds is 409 `id-taken`.",
+  request: { params: IdParamSchema, headers: IfMatchHeaderSchema, body: jsonBody },
+  responses: {
+    200: addressResponse("Updated"),
+    201: {
+      ...addressResponse("Created (version 1: a generated id; version 2: the path id)"),
+      headers: { ...addressResponse("").headers, Location: LOCATION },
+    },
+    400: errorResponse("`invalid-body`, `invalid-field` or `invalid-parameter`"),
+    406: errorResponse("`not-acceptable`"),
+    409: errorResponse("`id-taken` (version 2)"),
+    412: errorResponse("`precondition-failed`"),
+    413: errorResponse("`payload-too-large`"),
+    415: unsupported,
+    503: errorResponse("`service-unavailable`"),
+  },
+});
+
+/** PATCH /addresses/{id} */
+export const patchAddress = createRoute({
+  method: "patch",
+  path: "/addresses/{id}",
+  summary: "Change some members of an address (JSON Merge Patch, RFC 7396)",
+  description: "Only the members sent change; unknown members are ignored; `null` (removing a " +
+    "member) is 400 `invalid-field` because every member is required. Another Content-Type is " +
+    `415 with \`Accept-Patch: ${MERGE_PATCH_JSON}\`.`,
+  request: {
+    params: IdParamSchema,
+    headers: IfMatchHeaderSchema,
+    body: { required: true, content: { [MERGE_PATCH_JSON]: { schema: AddressPatchSchema } } },
+  },
+  responses: {
+    200: addressResponse("Updated"),
+    400: errorResponse("`invalid-body`, `invalid-field` or `invalid-parameter`"),
+    404: errorResponse("`address-not-found`"),
+    406: errorResponse("`not-acceptable`"),
+    412: errorResponse("`precondition-failed`"),
+    413: errorResponse("`payload-too-large`"),
+    415: {
+      ...unsupported,
+      headers: { "Accept-Patch": { schema: { type: "string" as const } } },
+    },
+  },
+});
+
+/** DELETE /addresses/{id} */
+export const deleteAddress = createRoute({
+  method: "delete",
+  path: "/addresses/{id}",
+  summary: "Delete one of the caller's addresses",
+  request: { params: IdParamSchema, headers: IfMatchHeaderSchema },
+  responses: {
+    204: { description: "Deleted" },
+    400: errorResponse("`invalid-parameter`"),
+    404: errorResponse("`address-not-found`"),
+    412: errorResponse("`precondition-failed`"),
+  },
+});

@@ -1,0 +1,108 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { AppError } from "../lib/errors.ts";
+import type { AppEnv } from "../lib/app_env.ts";
+
+/** Where the API reference's files are served; every one comes from this server. */
+export const REFERENCE_ASSETS = "/docs/assets";
+
+const JS = "text/javascript; charset=utf-8";
+const CSS = "text/css; charset=utf-8";
+
+// Swagger UI, read at run time from the installed npm package (nothing third-party committed).
+const PACKAGE_FILES: Record<string, { file: string; type: string }> = {
+  "swagger-ui-bundle.js": { file: "swagger-ui-bundle.js", type: JS },
+  "swagger-ui.css": { file: "swagger-ui.css", type: CSS },
+};
+
+// Our start-up script, a file of its own so the page's CSP needs no inline script. No validator
+// badge: it would ask validator.swagger.io about the document.
+const INIT_SCRIPT = `"use strict";
+window.ui = SwaggerUIBundle({
+  url: new URL("/openapi.json", location.href).href,
+  dom_id: "#swagger-ui",
+  deepLinking: true,
+  validatorUrl: null,
+  presets: [SwaggerUIBundle.presets.apis],
+  layout: "BaseLayout",
+});
+`;
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>API reference – books and addresses</title>
+<link rel="stylesheet" href="${REFERENCE_ASSETS}/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui">Loading the API reference…</div>
+<script src="${REFERENCE_ASSETS}/swagger-ui-bundle.js"></script>
+<script src="${REFERENCE_ASSETS}/init.js"></script>
+</body>
+</html>
+`;
+
+/**
+ * Only this origin provides scripts, styles and connections (Swagger UI's inline style
+ * attributes and data: images excepted), so the page cannot silently depend on a CDN.
+ */
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const loaded = new Map<string, Promise<Uint8Array<ArrayBuffer>>>();
+
+function packageFile(name: string): Promise<Uint8Array<ArrayBuffer>> | undefined {
+  const asset = PACKAGE_FILES[name];
+  if (asset === undefined) return undefined;
+  let bytes = loaded.get(name);
+  if (bytes === undefined) {
+    // swagger-ui-dist has no `exports` map: its files sit next to its package.json.
+    const root = import.meta.resolve("swagger-ui-dist/package.json");
+    bytes = Deno.readFile(new URL(asset.file, root));
+    // A failed read (package missing) is retried on the next request rather than cached.
+    bytes.catch(() => loaded.delete(name));
+    loaded.set(name, bytes);
+  }
+  return bytes;
+}
+
+/** `GET /docs`: Swagger UI over `/openapi.json`, with its assets under `/docs/assets/`. */
+export function apiReferenceRoutes(app: OpenAPIHono<AppEnv>): void {
+  app.get("/docs", () =>
+    new Response(PAGE, {
+      headers: {
+        "content-type": "text/html; charset=utf-8",
+        "content-security-policy": CSP,
+        "cache-control": "no-cache",
+      },
+    }));
+  app.get(`${REFERENCE_ASSETS}/:name`, async (c) => {
+    const name = c.req.param("name");
+    const cacheControl = "public, max-age=3600";
+    if (name === "init.js") {
+      return new Response(INIT_SCRIPT, {
+        headers: { "content-type": JS, "cache-control": cacheControl },
+      });
+    }
+    const bytes = packageFile(name);
+    if (bytes === undefined) {
+      throw new AppError(
+        "route-not-found",
+        `No API reference asset is named ${name.slice(0, 100)}.`,
+      );
+    }
+    return new Response(await bytes, {
+      headers: { "content-type": PACKAGE_FILES[name]!.type, "cache-control": cacheControl },
+    });
+  });
+}

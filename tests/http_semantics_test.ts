@@ -1,0 +1,512 @@
+import assert from "node:assert/strict";
+import { startTestServer, type TestServer } from "./support/server.ts";
+
+const V2 = "application/vnd.books.v2+json";
+const MERGE = "application/merge-patch+json";
+const ADA = { name: "Ada Lovelace", city: "London", postalCode: "W1J 7NT" };
+const GRACE = { name: "Grace Hopper", city: "Arlington", postalCode: "22201" };
+const MAX = Number.MAX_SAFE_INTEGER;
+
+function send(
+  base: string,
+  method: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = { "content-type": "application/json" },
+) {
+  return fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+async function errorCode(res: Response): Promise<string> {
+  return (await res.json()).errors[0].error;
+}
+
+async function stored(base: string, id: number): Promise<unknown> {
+  const res = await fetch(`${base}/addresses/${id}`);
+  return res.status === 200 ? await res.json() : res.status;
+}
+
+async function allIds(base: string): Promise<number[]> {
+  const page = await (await fetch(`${base}/addresses?limit=500`)).json();
+  return page.addresses.map((a: { id: number }) => a.id);
+}
+
+async function withServer(fn: (server: TestServer) => Promise<void>): Promise<void> {
+  const server = await startTestServer({ GRPC_PORT: "off" });
+  try {
+    await fn(server);
+  } finally {
+    await server.close();
+  }
+}
+
+Deno.test("GET / links to every resource, and each link answers", async () => {
+  await withServer(async ({ httpUrl: base }) => {
+    const res = await fetch(`${base}/`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "application/json");
+    assert.equal(res.headers.get("vary"), "Accept");
+    const links = (await res.json())._links;
+    assert.deepEqual(Object.keys(links).sort(), [
+      "address",
+      "addresses",
+      "book",
+      "books",
+      "docs",
+      "errors",
+      "graphql",
+      "grpc",
+      "openapi",
+      "self",
+    ]);
+    assert.equal(links.book.href, "/api/book/{id}");
+    assert.equal(links.book.templated, true);
+    for (const name of ["self", "books", "addresses", "openapi", "docs", "errors"]) {
+      const target = await fetch(`${base}${links[name].href}`);
+      await target.body?.cancel();
+      assert.equal(target.status, 200, name);
+    }
+    const book = await fetch(`${base}${links.book.href.replace("{id}", "1")}`);
+    assert.equal((await book.json()).id, 1);
+    const graphql = await send(base, "POST", links.graphql.href, { query: "{ books { title } }" });
+    assert.equal(graphql.status, 200);
+    assert.ok((await graphql.json()).data.books.length > 0);
+    const grpc = await send(base, "POST", links.grpc.href, {});
+    assert.equal(grpc.status, 200);
+    assert.ok((await grpc.json()).book.length > 0);
+    // The vendor types are echoed; another type is 406.
+    const vendor = await fetch(`${base}/`, { headers: { accept: V2 } });
+    await vendor.body?.cancel();
+    assert.equal(vendor.headers.get("content-type"), V2);
+    const xml = await fetch(`${base}/`, { headers: { accept: "application/xml" } });
+    assert.equal(xml.status, 406);
+    await xml.body?.cancel();
+  });
+});
+
+Deno.test("version 2 PUT: created at the path id, replaced whole, idempotent", async (t) => {
+  await withServer(async ({ httpUrl: base }) => {
+    await t.step("absent id: 201 at that id, Location of the path, v2 type", async () => {
+      const res = await send(base, "PUT", "/addresses/40", ADA, { "content-type": V2 });
+      assert.equal(res.status, 201);
+      assert.equal(res.headers.get("location"), "/addresses/40");
+      assert.equal(res.headers.get("content-type"), V2);
+      assert.equal(res.headers.get("vary"), "Accept");
+      assert.match(res.headers.get("etag") ?? "", /^"[0-9a-f]{20}"$/);
+      assert.deepEqual(await res.json(), { id: 40, ...ADA });
+      assert.deepEqual(await stored(base, 40), { id: 40, ...ADA });
+    });
+    await t.step("existing: replaced whole, name included (200)", async () => {
+      const res = await send(base, "PUT", "/addresses/40", GRACE, { "content-type": V2 });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("location"), null);
+      assert.deepEqual(await res.json(), { id: 40, ...GRACE });
+      assert.deepEqual(await stored(base, 40), { id: 40, ...GRACE });
+    });
+    await t.step("repeating leaves the same state", async () => {
+      for (let i = 0; i < 3; i++) {
+        const res = await send(base, "PUT", "/addresses/40", GRACE, { "content-type": V2 });
+        assert.equal(res.status, 200);
+        await res.body?.cancel();
+      }
+      assert.deepEqual(await stored(base, 40), { id: 40, ...GRACE });
+      assert.deepEqual(await allIds(base), [40]);
+    });
+    await t.step("v2 by Accept alone; the type in any case with parameters", async () => {
+      const byAccept = await send(base, "PUT", "/addresses/41", ADA, {
+        "content-type": "application/json",
+        "accept": V2,
+      });
+      assert.equal(byAccept.status, 201);
+      assert.equal(byAccept.headers.get("content-type"), V2);
+      assert.equal(byAccept.headers.get("location"), "/addresses/41");
+      await byAccept.body?.cancel();
+      const odd = await send(base, "PUT", "/addresses/42", ADA, {
+        "content-type": "Application/VND.Books.V2+JSON ; charset=UTF-8",
+      });
+      assert.equal(odd.status, 201);
+      assert.deepEqual(await odd.json(), { id: 42, ...ADA });
+    });
+    await t.step("ids near 2^53 - 1", async () => {
+      for (const id of [MAX, MAX - 1]) {
+        const res = await send(base, "PUT", `/addresses/${id}`, ADA, { "content-type": V2 });
+        assert.equal(res.status, 201, String(id));
+        assert.equal(res.headers.get("location"), `/addresses/${id}`);
+        // The JSON number is exact.
+        assert.equal(JSON.parse(await res.text()).id, id);
+        assert.deepEqual(await stored(base, id), { id, ...ADA });
+      }
+      for (const id of [String(MAX + 1), "9007199254740993", "99999999999999999"]) {
+        const res = await send(base, "PUT", `/addresses/${id}`, ADA, { "content-type": V2 });
+        assert.equal(res.status, 400, id);
+        assert.equal(await errorCode(res), "invalid-parameter");
+      }
+    });
+    await t.step("POST never hands out an id a PUT created", async () => {
+      for (const id of [1, 2, 4]) {
+        const res = await send(base, "PUT", `/addresses/${id}`, ADA, { "content-type": V2 });
+        assert.equal(res.status, 201);
+        await res.body?.cancel();
+      }
+      const ids = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await send(base, "POST", "/addresses", GRACE);
+        assert.equal(res.status, 201);
+        ids.push((await res.json()).id);
+      }
+      assert.deepEqual(ids, [3, 5, 6]);
+      assert.deepEqual(await stored(base, 1), { id: 1, ...ADA });
+      assert.deepEqual(await allIds(base), [1, 2, 3, 4, 5, 6, 40, 41, 42, MAX - 1, MAX]);
+    });
+    await t.step("v2 If-Match: stale is 412, current replaces, on an absent id 412", async () => {
+      const current = (await fetch(`${base}/addresses/40`)).headers.get("etag")!;
+      const stale = await send(base, "PUT", "/addresses/40", ADA, {
+        "content-type": V2,
+        "if-match": '"00000000000000010000"',
+      });
+      assert.equal(stale.status, 412);
+      assert.equal(await errorCode(stale), "precondition-failed");
+      const ok = await send(base, "PUT", "/addresses/40", ADA, {
+        "content-type": V2,
+        "if-match": current,
+      });
+      assert.equal(ok.status, 200);
+      await ok.body?.cancel();
+      const absent = await send(base, "PUT", "/addresses/77", ADA, {
+        "content-type": V2,
+        "if-match": "*",
+      });
+      assert.equal(absent.status, 412);
+      await absent.body?.cancel();
+      assert.equal(await stored(base, 77), 404);
+    });
+    await t.step("version 1 is unchanged: name kept, absent id gets a generated id", async () => {
+      const existing = await send(base, "PUT", "/addresses/40", GRACE);
+      assert.equal(existing.status, 200);
+      assert.equal(existing.headers.get("content-type"), "application/json");
+      assert.deepEqual(await existing.json(), {
+        id: 40,
+        name: ADA.name,
+        city: GRACE.city,
+        postalCode: GRACE.postalCode,
+      });
+      const absent = await send(base, "PUT", "/addresses/500", ADA, {
+        "content-type": "application/vnd.books.v1+json",
+      });
+      assert.equal(absent.status, 201);
+      const body = await absent.json();
+      assert.equal(body.id, 7);
+      assert.equal(absent.headers.get("location"), "/addresses/7");
+      assert.equal(await stored(base, 500), 404);
+    });
+  });
+});
+
+Deno.test("another owner's address: not found, v1 PUT creates anew, v2 PUT is id-taken", async () => {
+  await withServer(async ({ httpUrl: base, kvPath }) => {
+    // An address of another owner, written as the store writes it (as if created with a token).
+    const theirs = { id: 5, ...GRACE };
+    {
+      await using kv = await Deno.openKv(kvPath);
+      await kv.atomic()
+        .set(["addresses", 5], { owner: "bob", address: theirs })
+        .set(["owner_addresses", "bob", 5], theirs)
+        .commit();
+    }
+    assert.equal(await stored(base, 5), 404);
+    assert.deepEqual(await allIds(base), []);
+    const patch = await send(base, "PATCH", "/addresses/5", { city: "X" }, {
+      "content-type": MERGE,
+    });
+    assert.equal(patch.status, 404);
+    assert.equal(await errorCode(patch), "address-not-found");
+    const del = await fetch(`${base}/addresses/5`, { method: "DELETE" });
+    assert.equal(del.status, 404);
+    await del.body?.cancel();
+    const v2 = await send(base, "PUT", "/addresses/5", ADA, { "content-type": V2 });
+    assert.equal(v2.status, 409);
+    assert.equal(await errorCode(v2), "id-taken");
+    const v1 = await send(base, "PUT", "/addresses/5", ADA);
+    assert.equal(v1.status, 201);
+    const created = await v1.json();
+    assert.notEqual(created.id, 5);
+    assert.deepEqual(await allIds(base), [created.id]);
+    // Bob's address is untouched.
+    await using kv = await Deno.openKv(kvPath);
+    assert.deepEqual((await kv.get(["addresses", 5])).value, { owner: "bob", address: theirs });
+    // And the JSON served never carries an owner.
+    assert.deepEqual(Object.keys(created).sort(), ["city", "id", "name", "postalCode"]);
+  });
+});
+
+Deno.test("PATCH with JSON Merge Patch", async (t) => {
+  await withServer(async ({ httpUrl: base }) => {
+    const created = await (await send(base, "POST", "/addresses", ADA)).json();
+    const path = `/addresses/${created.id}`;
+    const patch = (body: unknown, headers: Record<string, string> = {}) =>
+      send(base, "PATCH", path, body, { "content-type": MERGE, ...headers });
+
+    await t.step("only the members sent change; unknown members are ignored", async () => {
+      const res = await patch({ city: "Paris", extra: 1 });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("content-type"), "application/json");
+      assert.match(res.headers.get("etag") ?? "", /^"[0-9a-f]{20}"$/);
+      assert.deepEqual(await res.json(), { ...created, city: "Paris" });
+      assert.deepEqual(await stored(base, created.id), { ...created, city: "Paris" });
+    });
+    await t.step("an empty patch changes nothing, ETag included", async () => {
+      const before = (await fetch(`${base}${path}`)).headers.get("etag");
+      const res = await patch({});
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("etag"), before);
+      assert.deepEqual(await res.json(), { ...created, city: "Paris" });
+    });
+    await t.step("null for a required member, or a bad value: 400 invalid-field", async () => {
+      for (const body of [{ name: null }, { postalCode: "§§" }, { city: "" }, { city: 5 }]) {
+        const res = await patch(body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.equal(await errorCode(res), "invalid-field");
+      }
+      const both = await patch({ name: null, city: null });
+      assert.equal((await both.json()).errors.length, 2);
+      assert.deepEqual(await stored(base, created.id), { ...created, city: "Paris" });
+    });
+    await t.step("not an object: 400 invalid-body", async () => {
+      for (const body of ["[]", '"x"', "null", "{", ""]) {
+        const res = await patch(body);
+        assert.equal(res.status, 400, body);
+        assert.equal(await errorCode(res), "invalid-body");
+      }
+    });
+    await t.step("another content type: 415 with Accept-Patch, never 500", async () => {
+      for (
+        const type of [
+          "application/json",
+          V2,
+          "text/plain",
+          "application/merge-patch",
+          "application/merge-patch+json;;;=",
+          "",
+        ]
+      ) {
+        const res = await send(base, "PATCH", path, { city: "Rome" }, { "content-type": type });
+        if (type === "application/merge-patch+json;;;=") {
+          // The media type decides, parameters are not judged.
+          assert.equal(res.status, 200, type);
+          await res.body?.cancel();
+          continue;
+        }
+        assert.equal(res.status, 415, type);
+        assert.equal(res.headers.get("accept-patch"), MERGE);
+        assert.equal(await errorCode(res), "unsupported-media-type");
+      }
+      // A body without any Content-Type.
+      const none = await fetch(`${base}${path}`, {
+        method: "PATCH",
+        body: new Uint8Array([123, 125]),
+      });
+      assert.equal(none.status, 415);
+      assert.equal(none.headers.get("accept-patch"), MERGE);
+      await none.body?.cancel();
+    });
+    await t.step("If-Match: stale 412, current applies", async () => {
+      const current = (await fetch(`${base}${path}`)).headers.get("etag")!;
+      const stale = await patch({ city: "Oslo" }, { "if-match": '"00000000000000010000"' });
+      assert.equal(stale.status, 412);
+      assert.equal(await errorCode(stale), "precondition-failed");
+      const ok = await patch({ city: "Oslo" }, { "if-match": current });
+      assert.equal(ok.status, 200);
+      assert.notEqual(ok.headers.get("etag"), current);
+      assert.equal((await ok.json()).city, "Oslo");
+      const star = await patch({ name: "Ada King" }, { "if-match": "*" });
+      assert.equal((await star.json()).name, "Ada King");
+    });
+    await t.step("absent id 404, malformed id 400", async () => {
+      const absent = await send(base, "PATCH", "/addresses/999", { city: "X" }, {
+        "content-type": MERGE,
+      });
+      assert.equal(absent.status, 404);
+      assert.equal(await errorCode(absent), "address-not-found");
+      const bad = await send(base, "PATCH", "/addresses/abc", { city: "X" }, {
+        "content-type": MERGE,
+      });
+      assert.equal(bad.status, 400);
+      assert.equal(await errorCode(bad), "invalid-parameter");
+    });
+    await t.step("PATCH on the collection is 405", async () => {
+      const res = await send(base, "PATCH", "/addresses", {}, { "content-type": MERGE });
+      assert.equal(res.status, 405);
+      assert.match(res.headers.get("allow") ?? "", /POST/);
+      await res.body?.cancel();
+    });
+  });
+});
+
+Deno.test("conditional reads: strong ETags and 304", async (t) => {
+  await withServer(async ({ httpUrl: base }) => {
+    await t.step(
+      "an address: 304 while unchanged, 200 with a new ETag after a change",
+      async () => {
+        const created = await send(base, "POST", "/addresses", ADA);
+        const etag = created.headers.get("etag")!;
+        const id = (await created.json()).id;
+        const first = await fetch(`${base}/addresses/${id}`);
+        assert.equal(first.headers.get("etag"), etag);
+        assert.equal(first.headers.get("cache-control"), "private, no-cache");
+        await first.body?.cancel();
+        for (const condition of [etag, `W/${etag}`, `"nope", ${etag}`, "*"]) {
+          const res = await fetch(`${base}/addresses/${id}`, {
+            headers: { "if-none-match": condition },
+          });
+          assert.equal(res.status, 304, condition);
+          assert.equal(res.headers.get("etag"), etag);
+          assert.equal(res.headers.get("cache-control"), "private, no-cache");
+          assert.equal(res.headers.get("vary"), "Accept");
+          assert.equal(await res.text(), "");
+        }
+        const changed = await send(base, "PATCH", `/addresses/${id}`, { city: "Bath" }, {
+          "content-type": MERGE,
+        });
+        const newEtag = changed.headers.get("etag");
+        await changed.body?.cancel();
+        const after = await fetch(`${base}/addresses/${id}`, {
+          headers: { "if-none-match": etag },
+        });
+        assert.equal(after.status, 200);
+        assert.equal(after.headers.get("etag"), newEtag);
+        assert.equal((await after.json()).city, "Bath");
+        const missing = await fetch(`${base}/addresses/9999`, {
+          headers: { "if-none-match": "*" },
+        });
+        assert.equal(missing.status, 404);
+        await missing.body?.cancel();
+      },
+    );
+    await t.step("books: the list and each book, with Cache-Control", async () => {
+      for (const path of ["/rest/books", "/api/book/1", "/api/book/32"]) {
+        const first = await fetch(`${base}${path}`);
+        const etag = first.headers.get("etag")!;
+        assert.match(etag, /^"[A-Za-z0-9_-]{27}"$/);
+        assert.equal(first.headers.get("cache-control"), "max-age=300");
+        const body = await first.text();
+        const again = await fetch(`${base}${path}`, { headers: { "if-none-match": etag } });
+        assert.equal(again.status, 304, path);
+        assert.equal(again.headers.get("etag"), etag);
+        assert.equal(again.headers.get("cache-control"), "max-age=300");
+        assert.equal(await again.text(), "");
+        // Same bytes in another media type: the same validator.
+        const v2 = await fetch(`${base}${path}`, { headers: { accept: V2 } });
+        assert.equal(v2.headers.get("content-type"), V2);
+        assert.equal(v2.headers.get("etag"), etag);
+        assert.equal(await v2.text(), body);
+        const other = await fetch(`${base}${path}`, { headers: { "if-none-match": '"x"' } });
+        assert.equal(other.status, 200);
+        await other.body?.cancel();
+      }
+      const one = await fetch(`${base}/api/book/1`);
+      const two = await fetch(`${base}/api/book/2`);
+      assert.notEqual(one.headers.get("etag"), two.headers.get("etag"));
+      await one.body?.cancel();
+      await two.body?.cancel();
+    });
+  });
+});
+
+Deno.test("body types: POST and PUT take JSON and the vendor types, anything else 415", async () => {
+  await withServer(async ({ httpUrl: base }) => {
+    for (
+      const type of [
+        "application/json",
+        "APPLICATION/JSON; charset=utf-8",
+        "application/vnd.books.v1+json",
+        "application/vnd.books.v2+json; q=1",
+      ]
+    ) {
+      const res = await send(base, "POST", "/addresses", ADA, { "content-type": type });
+      assert.equal(res.status, 201, type);
+      await res.body?.cancel();
+    }
+    for (
+      const type of [
+        MERGE,
+        "text/plain",
+        "application/vnd.books.v3+json",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "json",
+        "application/json/x",
+      ]
+    ) {
+      for (const [method, path] of [["POST", "/addresses"], ["PUT", "/addresses/1"]]) {
+        const res = await send(base, method!, path!, ADA, { "content-type": type });
+        assert.equal(res.status, 415, `${method} ${type}`);
+        assert.equal(await errorCode(res), "unsupported-media-type");
+      }
+    }
+  });
+});
+
+Deno.test("the OpenAPI document covers v2, PATCH, conditional and idempotency headers, errors", async () => {
+  await withServer(async ({ httpUrl: base }) => {
+    const doc = await (await fetch(`${base}/openapi.json`)).json();
+    const op = (path: string, method: string) => doc.paths[path][method];
+    const headerNames = (o: { parameters?: { in: string; name: string }[] }) =>
+      (o.parameters ?? []).filter((p) => p.in === "header").map((p) => p.name);
+
+    const put = op("/addresses/{id}", "put");
+    assert.ok(put.requestBody.content[V2], "v2 body type");
+    assert.ok(put.responses["201"].content[V2], "v2 answer type");
+    assert.match(put.description, /RFC 9110/);
+    assert.deepEqual(Object.keys(put.responses).sort(), [
+      "200",
+      "201",
+      "400",
+      "406",
+      "409",
+      "412",
+      "413",
+      "415",
+      "503",
+    ]);
+    assert.deepEqual(headerNames(put), ["if-match"]);
+
+    const patch = op("/addresses/{id}", "patch");
+    assert.deepEqual(Object.keys(patch.requestBody.content), [MERGE]);
+    assert.ok(patch.responses["415"].headers["Accept-Patch"]);
+    assert.deepEqual(headerNames(patch), ["if-match"]);
+
+    const post = op("/addresses", "post");
+    assert.deepEqual(headerNames(post), ["idempotency-key"]);
+    for (const status of ["201", "400", "409", "413", "415", "422", "503"]) {
+      assert.ok(post.responses[status], `POST ${status}`);
+    }
+    assert.ok(post.responses["201"].headers.Location);
+    assert.ok(post.responses["201"].headers.ETag);
+
+    for (
+      const [path, method] of [["/addresses/{id}", "get"], ["/rest/books", "get"], [
+        "/api/book/{id}",
+        "get",
+      ]]
+    ) {
+      const read = op(path!, method!);
+      assert.deepEqual(headerNames(read), ["if-none-match"], path);
+      assert.ok(read.responses["304"], `${path} 304`);
+      assert.ok(read.responses["200"].headers.ETag, `${path} ETag`);
+    }
+    assert.ok(op("/", "get"), "the entry point");
+    // Every error answer documents the detailed error body.
+    for (const operations of Object.values(doc.paths) as Record<string, unknown>[]) {
+      for (const operation of Object.values(operations) as { responses: object }[]) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          if (Number(status) < 400) continue;
+          assert.ok((response as { content?: object }).content?.["application/json" as never]);
+        }
+      }
+    }
+  });
+});

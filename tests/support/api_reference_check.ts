@@ -1,0 +1,105 @@
+/**
+ * Loads the API reference (`/docs`, Swagger UI) from a running server in headless Chromium with
+ * every request to another host aborted, waits for the operations of `/openapi.json` to render,
+ * runs `GET /rest/books` from the page ("Try it out", "Execute"), and prints a JSON report.
+ *
+ *   deno run -A tests/support/api_reference_check.ts http://127.0.0.1:8000
+ *
+ * A script of its own for the same reason as graphiql_check.ts (playwright-core needs
+ * --allow-all at import).
+ */
+import { chromium } from "playwright-core";
+
+const CHROMIUM = "/usr/bin/chromium";
+
+/** What the page did. */
+export interface ApiReferenceReport {
+  /** `METHOD /path` of every request to the server. */
+  requests: string[];
+  /** URLs of requests to any other host (aborted). */
+  blocked: string[];
+  /** Page errors and console errors (CSP violations among them). */
+  problems: string[];
+  /** `METHOD path` of every operation the page shows. */
+  operations: string[];
+  /** The response status Swagger UI shows after executing `GET /rest/books`. */
+  executedStatus: string;
+  /** The response body it shows. */
+  executedBody: string;
+}
+
+/** Drives Swagger UI at `${base}/docs`. */
+export async function checkApiReference(base: string): Promise<ApiReferenceReport> {
+  const origin = new URL(base);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  try {
+    const page = await browser.newPage();
+    const report: ApiReferenceReport = {
+      requests: [],
+      blocked: [],
+      problems: [],
+      operations: [],
+      executedStatus: "",
+      executedBody: "",
+    };
+    await page.route("**/*", (route) => {
+      const url = new URL(route.request().url());
+      if (url.protocol === "data:") return route.continue();
+      if (url.host !== origin.host) {
+        report.blocked.push(url.href);
+        return route.abort("blockedbyclient");
+      }
+      report.requests.push(`${route.request().method()} ${url.pathname}`);
+      return route.continue();
+    });
+    page.on("pageerror", (error) => report.problems.push(`page error: ${error.message}`));
+    page.on("console", (message) => {
+      if (message.type() === "error") report.problems.push(`console: ${message.text()}`);
+    });
+
+    const response = await page.goto(`${base}/docs`);
+    if (response?.status() !== 200) throw new Error(`GET /docs answered ${response?.status()}`);
+    await page.waitForSelector(".opblock", { timeout: 30_000 });
+    const blocks = page.locator(".opblock .opblock-summary");
+    for (const block of await blocks.all()) {
+      const method = (await block.locator(".opblock-summary-method").innerText()).trim();
+      const path = (await block.locator(".opblock-summary-path").innerText()).trim();
+      report.operations.push(`${method} ${path.replaceAll("\u200b", "")}`);
+    }
+    const books = page.locator("#operations-default-get_rest_books, .opblock-get").filter({
+      hasText: "/rest/books",
+    }).first();
+    await books.locator(".opblock-summary").click();
+    await books.locator("button.try-out__btn").click();
+    await books.locator("button.execute").click();
+    const status = books.locator(".live-responses-table tbody .response-col_status").first();
+    await status.waitFor({ timeout: 30_000 });
+    report.executedStatus = (await status.innerText()).trim();
+    report.executedBody = await books.locator(".live-responses-table .microlight").first()
+      .innerText();
+    return report;
+  } finally {
+    await browser.close();
+  }
+}
+
+if (import.meta.main) {
+  const base = Deno.args[0];
+  if (!base) {
+    console.error("usage: deno run -A tests/support/api_reference_check.ts <server base URL>");
+    Deno.exit(2);
+  }
+  console.log(JSON.stringify(await checkApiReference(base)));
+}
