@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { jsonHeaders } from "./negotiate.ts";
 
 /**
  * Cache-Control of the catalogue: it does not change while a process runs (it is seeded once
@@ -33,8 +34,8 @@ export function ifNoneMatchHits(header: string | null | undefined, etag: string)
 
 /**
  * The answer to a GET of a JSON representation with a strong ETag: 304 without a body when
- * `If-None-Match` matches, else 200. Both carry the ETag, Cache-Control, `Vary: Accept` and the
- * request id (RFC 9110 15.4.5: a 304 repeats the validator and caching headers of the 200).
+ * `If-None-Match` matches, else 200. Both carry the ETag, Cache-Control, `Vary: Accept`, the
+ * request id and `nosniff` (RFC 9110 15.4.5: a 304 repeats the validator and caching headers).
  */
 export function conditionalJson(
   body: BodyInit,
@@ -54,16 +55,15 @@ export function conditionalJson(
         "cache-control": answer.cacheControl,
         "vary": "Accept",
         "x-request-id": answer.requestId,
+        "x-content-type-options": "nosniff",
       },
     });
   }
   return new Response(body, {
     headers: {
-      "content-type": answer.type,
+      ...jsonHeaders(answer.type, answer.requestId),
       "etag": answer.etag,
       "cache-control": answer.cacheControl,
-      "vary": "Accept",
-      "x-request-id": answer.requestId,
     },
   });
 }

@@ -18,7 +18,7 @@ import { startTestServer, type TestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
 const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
-const PUBLIC = new Set(["/healthz", "/readyz", "/openapi.json"]);
+const PUBLIC = new Set(["/", "/healthz", "/readyz", "/openapi.json"]);
 
 type BooksClient = grpc.Client & {
   books(

@@ -78,10 +78,12 @@ Deno.test("owners: another owner's addresses do not exist for the caller", async
         }]);
         attempts.push(["PUT", { headers: { "content-type": type, "if-match": "*" }, body }]);
       }
-      for (const [method, init] of attempts) {
+      for (const [index, [method, init]] of attempts.entries()) {
         const label = `${method} ${JSON.stringify(init.headers ?? {})}`;
         const onTheirs = await seen(await call(bob, method, `/addresses/${target.id}`, init));
-        const onNobodys = await seen(await call(bob, method, `/addresses/${UNUSED_ID}`, init));
+        // A fresh id each time: a v2 PUT creates at the id it names, so it is nobody's only once.
+        const nobodys = `/addresses/${UNUSED_ID + index}`;
+        const onNobodys = await seen(await call(bob, method, nobodys, init));
         const v2 = /v2/.test(String((init.headers as Record<string, string>)?.["content-type"]));
         if (method === "PUT" && v2 && onTheirs.status === 409) {
           // A v2 PUT creates at the path id; an id held by anyone is taken (design.md).
