@@ -32,7 +32,7 @@ const request = (token?: string): GateRequest => ({
   method: "GET",
   path: "/rest/books",
   authorization: token && `Bearer ${token}`,
-  address: "127.0.0.1",
+  address: () => "127.0.0.1",
 });
 await gate.decide(request(hs)); // cached from here on
 

@@ -104,8 +104,19 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
   rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description: "When authentication is configured (README, Security): addresses need the " +
+      "scopes addresses:read (GET, HEAD) or addresses:write (POST, PUT, PATCH, DELETE); books " +
+      "need books:read with AUTH_BOOKS=required. 401 `unauthorized`, 403 `forbidden` and, with " +
+      "RATE_LIMIT, 429 `rate-limited` may answer any operation.",
+  });
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
+    // A token is optional: whether an operation needs one depends on the configuration.
+    security: [{ bearerAuth: [] }, {}],
     info: {
       title: "Books and addresses API",
       version: "1.0.0",

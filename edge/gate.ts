@@ -33,13 +33,12 @@ export function withGate(
   app: Handler,
 ): Handler {
   const { gate, cors } = deps;
-  return async (request, info) => {
-    const decision = gate === undefined ? undefined : await gate.decide({
-      method: request.method,
-      path: pathOf(request.url),
-      authorization: request.headers.get("authorization"),
-      address: (info.remoteAddr as Deno.NetAddr).hostname ?? "",
-    });
+
+  function proceed(
+    request: Request,
+    info: Deno.ServeHandlerInfo,
+    decision: Decision | undefined,
+  ): Response | Promise<Response> {
     const env = decision === undefined ? info : {
       remoteAddr: info.remoteAddr,
       get completed() {
@@ -50,13 +49,36 @@ export function withGate(
     if (decision?.ok === false || (cors && request.headers.has("origin"))) {
       return app(request, env);
     }
-    const response = await front(request, env);
     const headers = decision?.ok ? decision.headers : undefined;
-    if (headers !== undefined && !response.headers.has("ratelimit")) {
-      for (const name in headers) response.headers.set(name, headers[name]!);
-    }
-    return response;
+    const response = front(request, env);
+    if (headers === undefined) return response;
+    return response instanceof Promise
+      ? response.then((r) => withHeaders(r, headers))
+      : withHeaders(response, headers);
+  }
+
+  // Synchronous whenever the gate is (no token, or a token verified before), so that Deno.serve
+  // keeps its fast path for a handler that returns a Response.
+  return (request, info) => {
+    if (gate === undefined) return proceed(request, info, undefined);
+    const decision = gate.decide({
+      method: request.method,
+      path: pathOf(request.url),
+      authorization: request.headers.get("authorization"),
+      address: () => (info.remoteAddr as Deno.NetAddr).hostname ?? "",
+    });
+    return decision instanceof Promise
+      ? decision.then((d) => proceed(request, info, d))
+      : proceed(request, info, decision);
   };
+}
+
+/** Adds the gate's headers (RateLimit) unless the app already did (requests it answered). */
+function withHeaders(response: Response, headers: Record<string, string>): Response {
+  if (!response.headers.has("ratelimit")) {
+    for (const name in headers) response.headers.set(name, headers[name]!);
+  }
+  return response;
 }
 
 /**

@@ -34,7 +34,7 @@ export function gatedStreams(
       method: first(headers[":method"]) ?? "POST",
       path: pathOf(first(headers[":path"])),
       authorization: first(headers.authorization),
-      address: stream.session?.socket?.remoteAddress ?? "",
+      address: () => stream.session?.socket?.remoteAddress ?? "",
     });
     decisions.set(stream, decision);
     return !(decision instanceof Promise) && decision.ok && take(stream, headers);
@@ -59,7 +59,7 @@ export function gatedRequests(
           method: req.method,
           path: pathOf(req.url),
           authorization: first(req.headers.authorization),
-          address: req.socket?.remoteAddress ?? "",
+          address: () => req.socket?.remoteAddress ?? "",
         }),
       );
     }

@@ -150,6 +150,8 @@ Deno.test("nosniff on every answer with everything off, front answers included",
       assert.deepEqual(corsHeaders(res), [], path);
       assert.equal(res.headers.get("ratelimit"), null);
     }
+    const doc = await (await fetch(`${server.httpUrl}/openapi.json`)).json();
+    assert.deepEqual(doc.components.securitySchemes.bearerAuth.scheme, "bearer");
     const warn = server.logs.find((l) =>
       l.level === "warn" && /open to anyone/.test(String(l.msg))
     );

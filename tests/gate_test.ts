@@ -16,6 +16,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
+import { serveMain } from "./support/served.ts";
 
 const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
 const PUBLIC = new Set(["/", "/healthz", "/readyz", "/openapi.json"]);
@@ -118,7 +119,11 @@ async function rpcCode(transport: Transport, token: string | undefined): Promise
 const GRAPHQL_BODY = JSON.stringify({ query: "{ books { title } }" });
 
 function graphql(server: TestServer, token?: string) {
-  return fetch(`${server.httpUrl}/graphql`, {
+  return graphqlAt(server.httpUrl, token);
+}
+
+function graphqlAt(baseUrl: string, token?: string) {
+  return fetch(`${baseUrl}/graphql`, {
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -307,5 +312,42 @@ Deno.test("RATE_LIMIT: every route of every protocol on both ports is limited", 
     grpcClient.close();
     for (const session of sessions) session.abort();
     await server.close();
+  }
+});
+
+Deno.test("deno serve (single port, least privilege): the same gate in front of every answer", async () => {
+  const server = await serveMain({
+    permissions: ["--allow-net", "--allow-env", "--allow-read"],
+    env: {
+      KV_PATH: ":memory:",
+      AUTH_JWT_SECRET: SECRET,
+      AUTH_BOOKS: "required",
+      RATE_LIMIT: "100/s",
+    },
+  });
+  const reader = await hsToken({ sub: "reader", scope: "books:read addresses:read" });
+  try {
+    for (const path of ["/rest/books", "/api/book/1", "/addresses"]) {
+      const refused = await fetch(`${server.baseUrl}${path}`);
+      await refused.body?.cancel();
+      assert.equal(refused.status, 401, path);
+      assert.ok(refused.headers.get("ratelimit"), path);
+      const ok = await fetch(`${server.baseUrl}${path}`, {
+        headers: { authorization: `Bearer ${reader}` },
+      });
+      await ok.body?.cancel();
+      assert.equal(ok.status, 200, path);
+    }
+    const rpc = await fetch(`${server.baseUrl}/books.v1.BooksService/books`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    assert.equal(rpc.status, 401);
+    assert.equal((await rpc.json()).code, "unauthenticated");
+    assert.equal((await graphqlAt(server.baseUrl)).status, 401);
+    assert.ok(!server.output().includes(reader));
+  } finally {
+    await server.stop();
   }
 });
