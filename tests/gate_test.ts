@@ -351,3 +351,40 @@ Deno.test("deno serve (single port, least privilege): the same gate in front of 
     await server.stop();
   }
 });
+
+Deno.test("gRPC listener over TLS: HTTP/1.1 Connect calls (no HTTP/2 stream) pass the gate", async () => {
+  const testdata = (name: string) => new URL(`../rpc/testdata/${name}`, import.meta.url).pathname;
+  const server = await startTestServer({
+    GRPC_TLS_CERT: testdata("localhost.crt"),
+    GRPC_TLS_KEY: testdata("localhost.key"),
+    AUTH_JWT_SECRET: SECRET,
+    AUTH_BOOKS: "required",
+    RATE_LIMIT: "100/s",
+  });
+  const client = Deno.createHttpClient({
+    caCerts: [await Deno.readTextFile(testdata("ca.crt"))],
+    http2: false,
+  });
+  const call = (token?: string) =>
+    fetch(`${server.grpcUrl}/books.v1.BooksService/books`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
+      body: "{}",
+      client,
+    });
+  try {
+    const refused = await call();
+    assert.equal(refused.status, 401);
+    assert.equal((await refused.json()).code, "unauthenticated");
+    const ok = await call(await hsToken({ sub: "tls", scope: "books:read" }));
+    assert.equal(ok.status, 200);
+    assert.match(ok.headers.get("ratelimit") ?? "", /^"default";r=[0-9]+;t=[0-9]+$/);
+    assert.ok((await ok.json()).book.length >= 25);
+  } finally {
+    client.close();
+    await server.close();
+  }
+});
