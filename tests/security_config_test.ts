@@ -1,5 +1,6 @@
 /** AUTH_*, RATE_LIMIT and CORS_ORIGINS are validated at start-up; the secret is never echoed. */
 import assert from "node:assert/strict";
+import { jwtVerify } from "jose";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 import { SECRET } from "./support/tokens.ts";
 
@@ -77,4 +78,37 @@ Deno.test("a short AUTH_JWT_SECRET stops start-up with one line that does not sh
   const text = new TextDecoder().decode(stderr) + new TextDecoder().decode(stdout);
   assert.equal(code, 2);
   assert.equal(text, "invalid AUTH_JWT_SECRET: must be at least 32 bytes\n");
+});
+
+Deno.test("deno task token mints a token the server's settings accept", async () => {
+  const tool = new URL("../tools/token.ts", import.meta.url).pathname;
+  const run = (args: string[], env: Record<string, string>) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-env", tool, ...args],
+      env,
+      clearEnv: true,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  const env = {
+    AUTH_JWT_SECRET: SECRET,
+    AUTH_ISSUER: "https://issuer.test",
+    AUTH_AUDIENCE: "books",
+  };
+  const minted = await run(["--sub", "alice", "--scope", "addresses:read", "--ttl", "5m"], env);
+  assert.equal(minted.code, 0, new TextDecoder().decode(minted.stderr));
+  const token = new TextDecoder().decode(minted.stdout).trim();
+  const { payload, protectedHeader } = await jwtVerify(token, new TextEncoder().encode(SECRET), {
+    issuer: "https://issuer.test",
+    audience: "books",
+  });
+  assert.equal(protectedHeader.alg, "HS256");
+  assert.equal(payload.sub, "alice");
+  assert.equal(payload.scope, "addresses:read");
+  assert.ok(payload.exp! - payload.iat! === 300);
+  const noSecret = await run(["--sub", "alice"], {});
+  assert.equal(noSecret.code, 2);
+  assert.match(new TextDecoder().decode(noSecret.stderr), /AUTH_JWT_SECRET is not set/);
+  const badTtl = await run(["--ttl", "forever"], env);
+  assert.equal(badTtl.code, 2);
 });
