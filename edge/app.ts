@@ -11,6 +11,7 @@ import type { AppEnv } from "../lib/app_env.ts";
 import { healthRoutes } from "../routes/health.ts";
 import { jsonObjectBody, requestContext } from "./middleware.ts";
 import { allowedMethods } from "../lib/allowed_methods.ts";
+import { MERGE_PATCH_JSON } from "../lib/body.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
 import { corsMiddleware } from "./cors.ts";
 import { gateMiddleware } from "./gate.ts";
@@ -141,7 +142,11 @@ function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
   }
   const allowHeader = allow.join(", ");
   if (c.req.method === "OPTIONS") {
-    return new Response(null, { status: 204, headers: { allow: allowHeader } });
+    // RFC 5789 3.1: where PATCH is allowed, OPTIONS names the patch formats.
+    const headers: Record<string, string> = allow.includes("PATCH")
+      ? { allow: allowHeader, "accept-patch": MERGE_PATCH_JSON }
+      : { allow: allowHeader };
+    return new Response(null, { status: 204, headers });
   }
   return renderAppError(
     c,

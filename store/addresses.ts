@@ -74,6 +74,12 @@ export interface AddressStore {
   ): Promise<AddressPage>;
 }
 
+/**
+ * Longest owner: with 3 UTF-8 bytes per UTF-16 unit at most, `["idempotency", owner, key]` with
+ * a 255-character key stays under KV's 2048-byte key limit.
+ */
+export const MAX_OWNER_LENGTH = 512;
+
 /** If-Match semantics (RFC 9110 13.1.1): `*` matches any current version. */
 function matches(ifMatch: readonly string[], versionstamp: string): boolean {
   return ifMatch.includes("*") || ifMatch.includes(versionstamp);
@@ -276,5 +282,28 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     return { items, nextCursor: more ? encodeCursor(items[items.length - 1]!.address.id) : null };
   }
 
-  return { create, get, put, putAt, patch, delete: remove, list };
+  // Every method takes the owner first; a KV key holds at most 2048 bytes, so an owner that
+  // could not be part of one is refused before any KV call could fail with a TypeError.
+  const owned =
+    <A extends unknown[], R>(method: (owner: string, ...rest: A) => Promise<R>) =>
+    (owner: string, ...rest: A): Promise<R> => {
+      if (owner.length > MAX_OWNER_LENGTH) {
+        return Promise.reject(
+          new AppError(
+            "forbidden",
+            `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
+          ),
+        );
+      }
+      return method(owner, ...rest);
+    };
+  return {
+    create: owned(create),
+    get: owned(get),
+    put: owned(put),
+    putAt: owned(putAt),
+    patch: owned(patch),
+    delete: owned(remove),
+    list: owned(list),
+  };
 }

@@ -181,3 +181,24 @@ Deno.test("concurrent POSTs and v2 PUTs from two stores on one KV never share an
     assert.deepEqual(record?.address, c.address, "the stored address is the one answered");
   }
 });
+
+Deno.test("an owner too long for a KV key is refused with 403, never a KV TypeError", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const store = openAddressStore(kv);
+  const longest = "\u20ac".repeat(512); // 512 UTF-16 units, 1536 UTF-8 bytes: the worst case
+  const created = await store.create(longest, input, "k".repeat(255));
+  assert.equal((await store.list(longest, { limit: 5 })).items.length, 1);
+  assert.equal((await store.get(longest, created.address.id))?.address.id, created.address.id);
+  const tooLong = "x".repeat(513);
+  for (
+    const call of [
+      () => store.create(tooLong, input, "k"),
+      () => store.get(tooLong, 1),
+      () => store.list(tooLong, { limit: 5 }),
+      () => store.put(tooLong, 1, input),
+      () => store.putAt(tooLong, 1, input),
+      () => store.patch(tooLong, 1, (c) => c),
+      () => store.delete(tooLong, 1),
+    ]
+  ) await assert.rejects(call(), isCode("forbidden"));
+});

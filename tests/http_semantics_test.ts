@@ -337,6 +337,14 @@ Deno.test("PATCH with JSON Merge Patch", async (t) => {
       assert.equal(bad.status, 400);
       assert.equal(await errorCode(bad), "invalid-parameter");
     });
+    await t.step("OPTIONS names PATCH and its format (Accept-Patch)", async () => {
+      const res = await fetch(`${base}${path}`, { method: "OPTIONS" });
+      assert.equal(res.status, 204);
+      assert.equal(res.headers.get("allow"), "GET, HEAD, PUT, PATCH, DELETE, OPTIONS");
+      assert.equal(res.headers.get("accept-patch"), MERGE);
+      const collection = await fetch(`${base}/addresses`, { method: "OPTIONS" });
+      assert.equal(collection.headers.get("accept-patch"), null);
+    });
     await t.step("PATCH on the collection is 405", async () => {
       const res = await send(base, "PATCH", "/addresses", {}, { "content-type": MERGE });
       assert.equal(res.status, 405);
