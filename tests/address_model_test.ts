@@ -1,8 +1,8 @@
 /**
- * Model-based test of the address book (docs/fuzzing.md): random sequences of create (POST),
- * put (PUT, version 1 semantics), delete, get, list (with paging) and a restart on the same KV
- * file, run against the real server and against a plain in-memory model, compared after every
- * step.
+ * Model-based test of the address book (docs/fuzzing.md): random sequences of create (POST, also
+ * with an Idempotency-Key), put (PUT, version 1 and version 2 semantics), merge patch, delete,
+ * get, list (with paging) and a restart on the same KV file, run against the real server and
+ * against a plain in-memory model, compared after every step.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
@@ -13,10 +13,23 @@ import { startTestServer, type TestServer } from "./support/server.ts";
 type Input = { name: string; city: string; postalCode: string };
 type Address = Input & { id: number };
 
-/** The model: what the address book must hold, and every id ever handed out. */
+/** The model: what the address book must hold, the ids the server generated, idempotency keys. */
 interface Model {
   addresses: Map<number, Address>;
-  maxId: number;
+  generated: Set<number>;
+  keys: Map<string, { body: string; answer: Address }>;
+}
+
+function newModel(): Model {
+  return { addresses: new Map(), generated: new Set(), keys: new Map() };
+}
+
+/** A generated id (POST, v1 PUT of an absent id): held by no address, never handed out before. */
+function assertFreshId(model: Model, id: number, what: string): void {
+  assert.ok(Number.isSafeInteger(id) && id > 0, `${what} answered id ${id}`);
+  assert.ok(!model.addresses.has(id), `${what} handed out id ${id}, which an address holds`);
+  assert.ok(!model.generated.has(id), `${what} handed out id ${id} a second time`);
+  model.generated.add(id);
 }
 
 /** The system under test: a server on a KV file that outlives restarts. */
@@ -84,11 +97,10 @@ class Create implements fc.AsyncCommand<Model, Real> {
     });
     assert.equal(res.status, 201);
     const body = await res.json();
-    assert.ok(body.id > model.maxId, `POST handed out id ${body.id}, not above ${model.maxId}`);
+    assertFreshId(model, body.id, "POST");
     assert.deepEqual(body, { id: body.id, ...trimmed(this.input) });
     assert.equal(res.headers.get("location"), `/addresses/${body.id}`);
     model.addresses.set(body.id, body);
-    model.maxId = body.id;
     await compare(model, real, this.toString());
   }
   toString = () => `create(${JSON.stringify(this.input)})`;
@@ -116,15 +128,95 @@ class Put implements fc.AsyncCommand<Model, Real> {
     } else {
       // Spec 4.6 rule 2: stored as a new address with a generated id, not the path id.
       assert.equal(res.status, 201);
-      assert.ok(body.id > model.maxId, `PUT created id ${body.id}, not above ${model.maxId}`);
+      assertFreshId(model, body.id, "PUT (v1) of an absent id");
       assert.deepEqual(body, { id: body.id, ...input });
       assert.equal(res.headers.get("location"), `/addresses/${body.id}`);
       model.addresses.set(body.id, body);
-      model.maxId = body.id;
     }
     await compare(model, real, this.toString());
   }
   toString = () => `put(${JSON.stringify(this.choice)}, ${JSON.stringify(this.input)})`;
+}
+
+class PutV2 implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly choice: IdChoice, readonly input: Input) {}
+  check = () => true;
+  async run(model: Model, real: Real) {
+    const id = resolveId(model, this.choice);
+    const res = await fetch(`${real.server.httpUrl}/addresses/${id}`, {
+      method: "PUT",
+      headers: { "content-type": "application/vnd.books.v2+json" },
+      body: JSON.stringify(this.input),
+    });
+    const body = await res.json();
+    const expected = { id, ...trimmed(this.input) };
+    // Version 2 (RFC 9110): replaced whole, name included (200), or created at the path id (201).
+    assert.equal(res.status, model.addresses.has(id) ? 200 : 201);
+    assert.equal(res.headers.get("content-type"), "application/vnd.books.v2+json");
+    assert.deepEqual(body, expected);
+    model.addresses.set(id, expected);
+    await compare(model, real, this.toString());
+  }
+  toString = () => `putV2(${JSON.stringify(this.choice)}, ${JSON.stringify(this.input)})`;
+}
+
+class Patch implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly choice: IdChoice, readonly patch: Partial<Input>) {}
+  check = () => true;
+  async run(model: Model, real: Real) {
+    const id = resolveId(model, this.choice);
+    const res = await fetch(`${real.server.httpUrl}/addresses/${id}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/merge-patch+json" },
+      body: JSON.stringify(this.patch),
+    });
+    const existing = model.addresses.get(id);
+    if (existing) {
+      assert.equal(res.status, 200);
+      const trimmedPatch = Object.fromEntries(
+        Object.entries(this.patch).map(([k, v]) => [k, (v as string).trim()]),
+      );
+      const expected = { ...existing, ...trimmedPatch };
+      assert.deepEqual(await res.json(), expected);
+      model.addresses.set(id, expected);
+    } else {
+      assert.equal(res.status, 404);
+      assert.equal((await res.json()).errors[0].error, "address-not-found");
+    }
+    await compare(model, real, this.toString());
+  }
+  toString = () => `patch(${JSON.stringify(this.choice)}, ${JSON.stringify(this.patch)})`;
+}
+
+class IdempotentCreate implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly key: string, readonly input: Input) {}
+  check = () => true;
+  async run(model: Model, real: Real) {
+    const text = JSON.stringify(this.input);
+    const res = await fetch(`${real.server.httpUrl}/addresses`, {
+      method: "POST",
+      headers: { ...JSON_TYPE, "idempotency-key": this.key },
+      body: text,
+    });
+    const body = await res.json();
+    const first = model.keys.get(this.key);
+    if (first === undefined) {
+      assert.equal(res.status, 201);
+      assertFreshId(model, body.id, "POST with a new Idempotency-Key");
+      assert.deepEqual(body, { id: body.id, ...trimmed(this.input) });
+      model.addresses.set(body.id, body);
+      model.keys.set(this.key, { body: text, answer: body });
+    } else if (first.body === text) {
+      // The same key and body: the first answer again, nothing created.
+      assert.equal(res.status, 201);
+      assert.deepEqual(body, first.answer);
+    } else {
+      assert.equal(res.status, 422);
+      assert.equal(body.errors[0].error, "idempotency-key-reused");
+    }
+    await compare(model, real, this.toString());
+  }
+  toString = () => `idempotentCreate(${this.key}, ${JSON.stringify(this.input)})`;
 }
 
 class Delete implements fc.AsyncCommand<Model, Real> {
@@ -186,13 +278,25 @@ class Restart implements fc.AsyncCommand<Model, Real> {
 const commands = [
   fc.tuple(validAddress).map(([a]) => new Create(a)),
   fc.tuple(idChoice, validAddress).map(([c, a]) => new Put(c, a)),
+  fc.tuple(idChoice, validAddress).map(([c, a]) => new PutV2(c, a)),
+  fc.tuple(idChoice, validAddress).map(([c, a]) =>
+    new Patch(
+      c,
+      Object.fromEntries(
+        Object.entries(a).filter((_, i) => (c.existing ? c.index : c.offset) % 4 !== i),
+      ),
+    )
+  ),
+  fc.tuple(fc.constantFrom("k1", "k2", "k3"), fc.constantFrom(0, 1), validAddress).map((
+    [k, same, a],
+  ) => new IdempotentCreate(k, same === 0 ? { name: "Idem", city: "Same", postalCode: "1" } : a)),
   idChoice.map((c) => new Delete(c)),
   idChoice.map((c) => new Get(c)),
   fc.integer({ min: 1, max: 7 }).map((n) => new List(n)),
   fc.constant(new Restart()),
 ];
 
-Deno.test("address book model: random create/put/delete/get/list/restart sequences match a model", async () => {
+Deno.test("address book model: random create/put/patch/delete/get/list/restart sequences match a model", async () => {
   const numRuns = Math.max(1, Math.round(30 * FUZZ_SCALE));
   let count = 0;
   let steps = 0;
@@ -207,7 +311,7 @@ Deno.test("address book model: random create/put/delete/get/list/restart sequenc
         kvPath,
       };
       try {
-        await fc.asyncModelRun(() => ({ model: { addresses: new Map(), maxId: 0 }, real }), cmds);
+        await fc.asyncModelRun(() => ({ model: newModel(), real }), cmds);
         steps += [...cmds].length;
       } finally {
         await real.server.close();

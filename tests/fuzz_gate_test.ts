@@ -157,7 +157,7 @@ Deno.test("gate fuzz: random tokens and origins never get past the gate, a 5xx o
         assert.equal(acao, ALLOWED_ORIGIN, `${where}: no CORS for the allowed origin`);
       } else assert.equal(acao, null, `${where}: CORS for origin ${g.origin}`);
       if (g.token.kind === "valid" && /^bearer +$/i.test(g.token.scheme)) {
-        applyWrite(models.get(g.token.owner)!, c, res.status, answer);
+        applyWrite(models.get(g.token.owner)!, c, res, answer);
       }
       for (const owner of OWNERS) {
         const stored = await listAll(base, { authorization: full[owner]! });

@@ -35,7 +35,7 @@ Deno.test("REST fuzz: random requests never get a 5xx or leak internals; state m
       }
       const text = new TextDecoder().decode(await res.arrayBuffer());
       const body = checkAnswer(c, res, text);
-      applyWrite(model, c, res.status, body);
+      applyWrite(model, c, res, body);
       const stored = await listAll(base);
       assert.deepEqual(
         stored,

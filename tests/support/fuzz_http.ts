@@ -256,7 +256,11 @@ export const headers: fc.Arbitrary<Record<string, string>> = fc.record({
   "if-match": ifMatch,
   "if-none-match": ifMatch,
   "x-request-id": requestId,
-  "idempotency-key": fc.oneof(fc.uuid().map(String), headerText(40)),
+  "idempotency-key": fc.oneof(
+    fc.uuid().map(String),
+    fc.constantFrom("k1", "k2", " ", "x".repeat(256)),
+    headerText(40),
+  ),
   "authorization": fc.constantFrom("Bearer x", "Basic Zm9vOmJhcg==", "Bearer ", "bearer a.b.c"),
   "x-big": bigValue,
   "accept-encoding": fc.constantFrom("gzip", "br", "identity;q=0", "*", "x-unknown"),
