@@ -27,6 +27,11 @@ export class TokenError extends Error {
   override name = "TokenError";
 }
 
+/** The JWKS URL could not be fetched: the token may be fine, the server cannot tell now. */
+export class KeysUnavailableError extends Error {
+  override name = "KeysUnavailableError";
+}
+
 /** Verifies bearer tokens against the configured keys. */
 export interface Verifier {
   /** The identity in `token`, or a TokenError. Repeated tokens are answered from a cache. */
@@ -96,6 +101,9 @@ export async function createVerifier(
     try {
       ({ payload } = await jwtVerify(token, getKey, verifyOptions));
     } catch (error) {
+      if (remote && isFetchFailure(error)) {
+        throw new KeysUnavailableError("The keys to check the token cannot be fetched now.");
+      }
       throw new TokenError(reasonOf(error));
     }
     const identity = identityOf(payload);
@@ -149,6 +157,13 @@ function identityOf(payload: JWTPayload): Identity {
   return { subject: payload.sub, scopes };
 }
 
+/** A failure to fetch the JWKS URL (network, timeout, not 200, not a key set). */
+function isFetchFailure(error: unknown): boolean {
+  if (error instanceof TypeError) return true; // fetch: connection refused, DNS, …
+  const code = (error as { code?: string }).code;
+  return code === "ERR_JWKS_TIMEOUT" || code === "ERR_JOSE_GENERIC" || code === "ERR_JWKS_INVALID";
+}
+
 /** A reason for the client from jose's error code; jose's messages are not passed on as is. */
 function reasonOf(error: unknown): string {
   if (error instanceof TokenError) return error.message;
@@ -167,9 +182,6 @@ function reasonOf(error: unknown): string {
     case "ERR_JWKS_NO_MATCHING_KEY":
     case "ERR_JWKS_MULTIPLE_MATCHING_KEYS":
       return "No configured key matches the token.";
-    case "ERR_JWKS_TIMEOUT":
-    case "ERR_JOSE_GENERIC":
-      return "The keys to check the token could not be fetched.";
     default:
       return "The token is malformed.";
   }

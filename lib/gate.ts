@@ -6,6 +6,7 @@
 import {
   createVerifier,
   type Identity,
+  KeysUnavailableError,
   TokenError,
   type Verifier,
   type VerifierOptions,
@@ -199,5 +200,9 @@ function refuse(
 
 function tokenFailure(error: unknown): AppError {
   if (error instanceof TokenError) return unauthorized(error.message, INVALID_TOKEN);
+  if (error instanceof KeysUnavailableError) {
+    // Not the client's fault: 503 with a retry hint, and nothing is cached.
+    return new AppError("service-unavailable", error.message, { retryAfter: 5 });
+  }
   throw error;
 }

@@ -131,6 +131,25 @@ Deno.test("AUTH_JWKS_URL: keys fetched over HTTP, cached, and unknown keys refus
   }
 });
 
+Deno.test("AUTH_JWKS_URL unreachable: 503 with Retry-After (not the client's fault)", async () => {
+  const key = await testKey("ES256", "a");
+  const gone = jwksServer([key.publicJwk]);
+  const url = gone.url;
+  await gone.close();
+  const server = await startTestServer({ AUTH_JWKS_URL: url });
+  try {
+    const token = await key.sign({ sub: "x", ...SCOPES });
+    const res = await fetch(`${server.httpUrl}/addresses`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("retry-after"), "5");
+    assert.equal((await res.json()).errors[0].error, "service-unavailable");
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("JWKS URL rotation: a new key is fetched when a token names it", async () => {
   const old = await testKey("RS256", "2026-01");
   const next = await testKey("RS256", "2026-02");
