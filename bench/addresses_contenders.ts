@@ -42,18 +42,26 @@ async function readIds(path: string): Promise<number[]> {
  */
 export function postAddressesContender(
   ctx: BenchContext,
-  options: { bodyFile: string; lengths: number[] },
+  options: {
+    bodyFile: string;
+    lengths: number[];
+    name?: string;
+    role?: Contender["role"];
+    /** Starts the server under test on a KV directory (default: `deno task start`'s way). */
+    start?: (kvDir: string) => Promise<Service>;
+  },
 ): Contender {
   const place = { root: ctx.root, serverCpus: ctx.tools.serverCpus };
+  const start = options.start ?? ((kvDir: string) => startOurs(place, { kvDir }));
   // Servers of the current round, stopped by finish() when an error cut the round short.
   const live = new Set<Service>();
   return {
-    name: "ours",
-    role: "ours",
+    name: options.name ?? "ours",
+    role: options.role ?? "ours",
     async prepare() {},
     async measure(round): Promise<Measurement> {
       const dir = await Deno.makeTempDir({ dir: ctx.tmp, prefix: `post-${round}-` });
-      const server = await startOurs(place, { kvDir: dir });
+      const server = await start(dir);
       live.add(server);
       const url = `${httpUrlOf(server)}/addresses`;
       const load = {

@@ -10,6 +10,7 @@ import { startOurs } from "./ours.ts";
 import { startGrpcJs, startRawDeno, startYoga, writeRoutes } from "./peer_services.ts";
 import { type Answer, BOOKS_QUERY, learnGraphql, type Reference } from "./reference.ts";
 import type { Workload } from "./runner.ts";
+import { buildServeWorkloads } from "./serve_contenders.ts";
 
 /** Names of the contenders, as targets refer to them. */
 export const RAW = "raw Deno.serve";
@@ -215,5 +216,11 @@ export async function buildWorkloads(
     targets: [{ against: NAIVE, min: 1.5 }],
   };
 
-  return [restBooks, bookById, graphql, grpc, addresses];
+  const serve = buildServeWorkloads(ctx, {
+    load,
+    restLoad,
+    bodyFile,
+    createdLengths: createdLengths(ref.created),
+  });
+  return [restBooks, bookById, graphql, grpc, addresses, ...serve];
 }
