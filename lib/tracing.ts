@@ -1,4 +1,11 @@
-import { type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import {
+  context,
+  propagation,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
 
 /**
  * True when Deno exports traces (`OTEL_DENO=true`, Deno's built-in OpenTelemetry). Read once at
@@ -62,6 +69,8 @@ export function startRpcSpan(
   requestId: string,
   /** When the call began (`performance.now()`), if before now. */
   started?: number,
+  /** The caller's W3C trace context (`traceparent`, `tracestate`), continued by an own span. */
+  incoming?: { traceparent?: string | null | undefined; tracestate?: string | null | undefined },
 ): { traceId: string; end(result: RpcSpanEnd): void } {
   const name = `${service}/${method}`;
   const attributes = {
@@ -72,11 +81,15 @@ export function startRpcSpan(
   };
   const active = trace.getActiveSpan();
   let own: Span | undefined;
-  const span = active ?? (own = tracer.startSpan(name, {
-    kind: SpanKind.SERVER,
-    attributes,
-    ...(started === undefined ? {} : { startTime: performance.timeOrigin + started }),
-  }));
+  const span = active ?? (own = tracer.startSpan(
+    name,
+    {
+      kind: SpanKind.SERVER,
+      attributes,
+      ...(started === undefined ? {} : { startTime: performance.timeOrigin + started }),
+    },
+    incoming?.traceparent ? propagation.extract(context.active(), incoming) : undefined,
+  ));
   // The main port's span is named by the edge with its route, `POST /{service}/{method}`.
   if (active !== undefined) active.setAttributes(attributes);
   return {

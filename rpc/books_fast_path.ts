@@ -77,6 +77,7 @@ export function booksFastPath(deps: {
     body: Buffer,
     requestId: string,
     started: number,
+    headers: http2.IncomingHttpHeaders,
   ) {
     if (stream.destroyed) return;
     stream.respond({
@@ -89,7 +90,10 @@ export function booksFastPath(deps: {
     stream.end(body);
     // Deno traces node:http2 streams but makes no span active here: the call gets its own.
     const span = TRACING
-      ? startRpcSpan("grpc", BooksService.typeName, "books", requestId, started)
+      ? startRpcSpan("grpc", BooksService.typeName, "books", requestId, started, {
+        traceparent: headerValue(headers.traceparent),
+        tracestate: headerValue(headers.tracestate),
+      })
       : undefined;
     span?.end({ code: 0 });
     logger.info("rpc", {
@@ -118,7 +122,7 @@ export function booksFastPath(deps: {
       const body = size === 5 && Buffer.concat(chunks, 5).equals(EMPTY_ENVELOPE) && tryFrame();
       if (body) {
         stream.off("data", onData);
-        answer(stream, body, requestId, started);
+        answer(stream, body, requestId, started, headers);
       } else handOver(false);
     };
     function handOver(unread: boolean) {

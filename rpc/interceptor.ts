@@ -39,6 +39,7 @@ export function serverInterceptor(options: { logger: Logger; accessLog: boolean 
         req.method.name,
         requestId,
         started,
+        { traceparent: req.header.get("traceparent"), tracestate: req.header.get("tracestate") },
       )
       : undefined;
     const done = (code: Code | undefined) => {

@@ -94,8 +94,17 @@ Deno.test("OpenTelemetry: route-named spans from REST, GraphQL and gRPC; traceId
     // The same document again is answered from the result cache, in front of the router.
     assert.equal((await call("/graphql", "otel-graphql-cached", graphql)).status, 200);
 
+    // Each call continues the caller's trace: a span on the gRPC listener is its own, started
+    // from the incoming traceparent.
+    const callerTrace = (requestId: string) =>
+      `${requestId === "otel-grpc" ? "a" : "b"}`.repeat(32);
     const rpc = (transport: Transport, requestId: string) =>
-      createClient(BooksService, transport).books({}, { headers: { "x-request-id": requestId } });
+      createClient(BooksService, transport).books({}, {
+        headers: {
+          "x-request-id": requestId,
+          traceparent: `00-${callerTrace(requestId)}-00f067aa0ba902b7-01`,
+        },
+      });
     await rpc(
       createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
       "otel-connect",
@@ -143,6 +152,11 @@ Deno.test("OpenTelemetry: route-named spans from REST, GraphQL and gRPC; traceId
       assert.equal(span.attributes["rpc.method"], "books", requestId);
     }
     assert.equal(byRequestId(receiver.spans, "otel-grpc")!.attributes["rpc.system"], "grpc");
+    assert.equal(byRequestId(receiver.spans, "otel-grpc")!.traceId, callerTrace("otel-grpc"));
+    assert.equal(
+      byRequestId(receiver.spans, "otel-grpc-connect")!.traceId,
+      callerTrace("otel-grpc-connect"),
+    );
     assert.equal(
       byRequestId(receiver.spans, "otel-connect")!.attributes["rpc.system"],
       "connect_rpc",
