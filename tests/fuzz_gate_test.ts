@@ -11,7 +11,14 @@ import fc from "fast-check";
 import { SignJWT } from "jose";
 import { fuzz } from "./support/fuzz.ts";
 import { body, headers, method, path } from "./support/fuzz_http.ts";
-import { type Address, applyWrite, checkAnswer, listAll, requestOf } from "./support/fuzz_rest.ts";
+import {
+  type Address,
+  applyWrite,
+  checkAnswer,
+  listAll,
+  requestOf,
+  routeOf,
+} from "./support/fuzz_rest.ts";
 import { startTestServer } from "./support/server.ts";
 
 const SECRET = "fuzz-secret-of-at-least-thirty-two-bytes!";
@@ -137,7 +144,7 @@ Deno.test("gate fuzz: random tokens and origins never get past the gate, a 5xx o
       } -> ${res.status}`;
       const answer = checkAnswer(c, res, text);
       if (res.status === 400 && text === "") return; // a head too large for the HTTP layer
-      const route = c.path.split("?")[0]!;
+      const route = routeOf(c.path);
       const scope = neededScope(c.method, route);
       const kind = scope === undefined ? "public" : res.status < 300 ? "admitted" : `${res.status}`;
       seen[kind] = (seen[kind] ?? 0) + 1;
