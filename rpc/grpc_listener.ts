@@ -12,6 +12,7 @@ import { requestIdFrom } from "../lib/request_id.ts";
 import { gateKey, requestIdKey } from "./interceptor.ts";
 import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
 import { createGoawayFilter } from "./goaway_filter.ts";
+import { coalesceWrites, type NativeSession, nativeSession } from "./native_session.ts";
 import { APP_SERVICES, grpcListenerRoutes, handlerOptions, MAX_MESSAGE_BYTES } from "./router.ts";
 import { unknownMethod } from "./unknown_method.ts";
 import type { Decision, Gate } from "../lib/gate.ts";
@@ -131,8 +132,14 @@ export async function startGrpcListener(
     }
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
-    if (!ignoreClientGoaway(session)) {
-      logger.debug("grpc connection: client GOAWAY not filtered (node:http2 internals changed)");
+    const native = nativeSession(session);
+    if (native) {
+      ignoreClientGoaway(native);
+      coalesceWrites(session, native);
+    } else {
+      logger.debug(
+        "grpc connection: client GOAWAY not filtered, writes not coalesced (node:http2 internals changed)",
+      );
     }
     // A broken peer (bad frames, protocol errors) ends its own connection, never the server.
     session.on("error", (error: Error) => {
@@ -229,18 +236,12 @@ function streamsFirstTo(
  * Feeds the connection's bytes to nghttp2 without the client's GOAWAY frames (see
  * goaway_filter.ts: Deno 2.9.6 can abort while processing one). The polyfill hands each chunk
  * the socket reads to its native session handle's `receive`; the handle's own `receive` is
- * wrapped. Returns false when the handle is not where Deno 2.9.6 keeps it.
+ * wrapped.
  */
-function ignoreClientGoaway(session: http2.ServerHttp2Session): boolean {
-  const key = Object.getOwnPropertySymbols(session).find((s) => s.description === "kHandle");
-  const handle = key && (session as unknown as Record<symbol, unknown>)[key];
-  if (typeof handle !== "object" || handle === null) return false;
-  const native = handle as { receive?: (chunk: Uint8Array) => unknown };
+function ignoreClientGoaway(native: NativeSession): void {
   const receive = native.receive;
-  if (typeof receive !== "function") return false;
   const filter = createGoawayFilter();
   native.receive = (chunk) => receive.call(native, filter(chunk));
-  return true;
 }
 
 /** Reads and drops what is left of a request body, within limits (see the listener). */

@@ -83,6 +83,25 @@ Deno.test("unary books calls answered on the stream match Connect's answers", as
       }
     });
 
+    await t.step("100 calls at once on one connection: each whole, in order, with OK", async () => {
+      // The listener sends the frames of all calls answered in one turn of the event loop
+      // together (rpc/native_session.ts); every call must still get its own headers, message
+      // and trailers.
+      const ids = Array.from({ length: 100 }, (_, i) => `many-${i}`);
+      const answers = await Promise.all(
+        ids.map((id) => call(session, new Uint8Array(5), { "x-request-id": id })),
+      );
+      for (const [i, answer] of answers.entries()) {
+        assert.equal(answer.headers[":status"], 200);
+        assert.equal(answer.headers["x-request-id"], ids[i]);
+        assert.equal(answer.trailers["grpc-status"], "0");
+        assert.deepEqual(answer.body, expected);
+      }
+      logger.flush();
+      const logged = new Set(logs.filter((l) => l.msg === "rpc").map((l) => l.requestId));
+      assert.ok(ids.every((id) => logged.has(id)), "one rpc log line per call");
+    });
+
     await t.step("requests the fast path leaves to Connect get the same message", async () => {
       const cases: [string, Uint8Array, Record<string, string>][] = [
         ["an unknown field in the request", new Uint8Array([0, 0, 0, 0, 2, 8, 1]), {}],

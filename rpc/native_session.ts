@@ -1,0 +1,68 @@
+import type http2 from "node:http2";
+import { setImmediate } from "node:timers";
+
+/**
+ * The parts of Deno 2.9.6's native HTTP/2 session handle (the object node:http2 keeps under its
+ * `kHandle` symbol) the listener hooks into. Each is an own property the polyfill calls through
+ * the handle, so replacing it changes what the polyfill does.
+ */
+export interface NativeSession {
+  /** Feeds bytes the socket read to nghttp2. */
+  receive(chunk: Uint8Array): unknown;
+  /** Writes every frame nghttp2 has ready to the socket, one socket write per frame. */
+  sendPending(): void;
+  /** Whether nghttp2 still wants to read or write; false ends the connection. */
+  hasPendingData(): boolean;
+}
+
+/** The session's native handle, or undefined when it is not where Deno 2.9.6 keeps it. */
+export function nativeSession(session: http2.ServerHttp2Session): NativeSession | undefined {
+  const key = Object.getOwnPropertySymbols(session).find((s) => s.description === "kHandle");
+  const handle = key && (session as unknown as Record<symbol, unknown>)[key];
+  if (typeof handle !== "object" || handle === null) return undefined;
+  const native = handle as Partial<NativeSession>;
+  const complete = typeof native.receive === "function" &&
+    typeof native.sendPending === "function" && typeof native.hasPendingData === "function";
+  return complete ? native as NativeSession : undefined;
+}
+
+/**
+ * Sends what nghttp2 has ready once per turn of the event loop, in one socket write, instead of
+ * once per frame as it is produced.
+ *
+ * Why: Deno 2.9.6's node:http2 writes to the socket every time a stream responds, ends or sends
+ * trailers: three writes (three system calls) per unary gRPC call, 40% of the CPU of a bare
+ * server under 8 × 16 multiplexed load. Collected per turn and written corked (one writev),
+ * the frames of all calls answered in that turn leave together.
+ *
+ * What must stay immediate stays so: the polyfill asks `hasPendingData()` right after feeding
+ * received bytes to decide whether the connection is finished, so that question first sends
+ * whatever is pending (SETTINGS and PING acknowledgements, window updates), exactly as before.
+ */
+export function coalesceWrites(session: http2.ServerHttp2Session, native: NativeSession): void {
+  const send = native.sendPending;
+  const hasPendingData = native.hasPendingData;
+  let scheduled = false;
+  function flush() {
+    if (!scheduled) return;
+    scheduled = false;
+    // A destroyed session has written its last frames (the polyfill drains them itself).
+    if (session.destroyed) return;
+    const socket = session.socket;
+    socket.cork();
+    try {
+      send.call(native);
+    } finally {
+      socket.uncork();
+    }
+  }
+  native.sendPending = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(flush);
+  };
+  native.hasPendingData = () => {
+    flush();
+    return hasPendingData.call(native);
+  };
+}
