@@ -43,16 +43,25 @@ export async function sampleGrpc(url: string, calls: number): Promise<GrpcSample
 /** Streams per HTTP/2 connection; connections × streams = the bench's concurrency. */
 export const GRPC_STREAMS = 8;
 
+/** Connections × concurrent streams of one h2load run. */
+export interface GrpcShape {
+  clients: number;
+  streams: number;
+}
+
 const SAMPLE_CALLS = 200;
 const MIN_CALLS = 1000;
 const CRASH_GRACE_MS = 500;
 
 /**
- * A gRPC server loaded by h2load with unary `books` calls. Each round starts a fresh server
- * process and runs one h2load of a fixed number of calls (warm-up, then about one round's worth),
- * so the DATA total can be checked exactly. After the load, 200 calls with a real client must all
- * end in grpc-status OK with the full catalogue. A server process that dies is a failed check;
- * its stderr is kept, and the next step gets a fresh process.
+ * A gRPC server loaded by h2load with unary `books` calls. Each round runs one h2load of a fixed
+ * number of calls (warm-up, then about one round's worth), so the DATA total can be checked
+ * exactly. After the load, 200 calls with a real client must all end in grpc-status OK with the
+ * full catalogue. A server process that dies is a failed check; its stderr is kept, and the next
+ * step gets a fresh process.
+ *
+ * By default each round starts a fresh server process. With `reuse`, one process serves every
+ * round, as a long-running server would, and its peak RSS is what all rounds left behind.
  */
 export function grpcContender(spec: {
   ctx: BenchContext;
@@ -65,6 +74,10 @@ export function grpcContender(spec: {
   samples: Map<string, GrpcSample>;
   /** A log message announcing that a supervised gRPC listener process died and was restarted. */
   restartMarker?: string;
+  /** Connections and streams; default BENCH_CONNECTIONS / 8 connections × 8 streams. */
+  shape?: GrpcShape;
+  /** One server process for every round instead of a fresh one per round. */
+  reuse?: boolean;
 }): Contender {
   const { ctx } = spec;
   let rate = 0;
@@ -72,8 +85,11 @@ export function grpcContender(spec: {
   let calibrationFailures = 0;
   const crashes: string[] = [];
   const notes: string[] = [];
-  const clients = Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
-
+  const streams = spec.shape?.streams ?? GRPC_STREAMS;
+  const clients = spec.shape?.clients ??
+    Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
+  // The process serving every round when `reuse` is set.
+  let kept: { service: Service; url: string; restarts: number } | undefined;
   // Every process this contender started and has not stopped: finish() stops what an error left.
   const live = new Set<Service>();
 
@@ -89,20 +105,26 @@ export function grpcContender(spec: {
   }
 
   /** Stops a server; one that already died (or dies within a grace period) is a crash. */
-  async function retire(service: Service, when: string): Promise<boolean> {
+  async function retire(service: Service, when: string, counted = 0): Promise<boolean> {
     await new Promise((r) => setTimeout(r, CRASH_GRACE_MS));
     const died = !service.alive();
     if (died) crashes.push(`${when}: ${service.diagnosis().slice(0, 300)}`);
-    const restarts = spec.restartMarker ? service.markerCount(spec.restartMarker) : 0;
-    for (let i = 0; i < restarts; i++) {
-      crashes.push(`${when}: the log says "${spec.restartMarker}"`);
-    }
+    countRestarts(service, when, counted);
     const code = await service.stop();
     live.delete(service);
     if (!died && code !== 0) {
       crashes.push(`on SIGTERM ${when}: ${service.diagnosis().slice(0, 300)}`);
     }
     return died;
+  }
+
+  /** Records the listener restarts the log reports beyond the `counted` ones; returns all. */
+  function countRestarts(service: Service, when: string, counted: number): number {
+    const restarts = spec.restartMarker ? service.markerCount(spec.restartMarker) : 0;
+    for (let i = counted; i < restarts; i++) {
+      crashes.push(`${when}: the log says "${spec.restartMarker}"`);
+    }
+    return restarts;
   }
 
   /** Sample calls with a real client; on a dead server, a fresh one answers them. */
@@ -131,12 +153,47 @@ export function grpcContender(spec: {
       warmupSeconds,
       url: `${url}${METHOD}`,
       clients,
-      streams: GRPC_STREAMS,
+      streams,
       cpus: ctx.tools.clientCpus,
       dataFile: spec.dataFile,
       responseBytes,
       logFile: `${ctx.tmp}/h2load.log`,
     });
+  }
+
+  /** A round on the kept process; a process found dead is a crash and is replaced. */
+  async function measureKept(round: number): Promise<Measurement> {
+    const when = `round ${round + 1}`;
+    if (!kept || !kept.service.alive()) {
+      if (kept) await retire(kept.service, `before ${when}`, kept.restarts);
+      kept = { ...await server(), restarts: 0 };
+    }
+    const { service, url } = kept;
+    const seconds = ctx.opts.warmup + ctx.opts.duration;
+    const cpu = await service.cpuSeconds();
+    const r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+    const cpuUsPerRequest = (await service.cpuSeconds() - cpu) * 1e6 / r.calls;
+    await new Promise((resolve) => setTimeout(resolve, CRASH_GRACE_MS));
+    const peakRssMiB = await service.peakRssMiB();
+    const peakRssEachMiB = await service.peakRssEachMiB();
+    let bad = 0;
+    if (!service.alive()) {
+      await retire(service, `after the load (${when})`, kept.restarts);
+      kept = undefined;
+    } else {
+      const s = await sampleGrpc(url, SAMPLE_CALLS);
+      if (!spec.samples.has(spec.name) && s.failures === 0) spec.samples.set(spec.name, s);
+      if (s.failures > 0) {
+        notes.push(`${when}: ${s.failures} of ${s.calls} sample calls failed: ${s.firstError}`);
+        bad = s.failures;
+      } else if (s.books !== spec.expectedBooks) {
+        notes.push(`${when}: ${s.books} books, expected ${spec.expectedBooks}`);
+        bad = 1;
+      }
+      kept.restarts = countRestarts(service, when, kept.restarts);
+    }
+    if (r.failures === 0 && r.rps > 0) rate = r.rps;
+    return { ...r, failures: r.failures + bad, peakRssMiB, peakRssEachMiB, cpuUsPerRequest };
   }
 
   return {
@@ -153,8 +210,13 @@ export function grpcContender(spec: {
       spec.samples.set(spec.name, s);
       responseBytes = s.messageBytes + 5;
       const probe = await server();
-      const r = await load(probe.url, MIN_CALLS, 0);
-      await retire(probe.service, "after the calibration load");
+      let r = await load(probe.url, MIN_CALLS, 0);
+      if (spec.reuse && r.failures === 0 && r.rps > 0) {
+        // Warm the kept process up for as long as a fresh one is warmed up in each round.
+        r = await load(probe.url, Math.max(MIN_CALLS, Math.round(r.rps * ctx.opts.warmup)), 0);
+      }
+      if (spec.reuse && probe.service.alive()) kept = { ...probe, restarts: 0 };
+      else await retire(probe.service, "after the calibration load");
       if (r.failures > 0) {
         calibrationFailures = r.failures;
         notes.push(`calibration load: ${r.firstFailure}`);
@@ -162,17 +224,21 @@ export function grpcContender(spec: {
       rate = r.rps > 0 ? r.rps : MIN_CALLS;
     },
     async measure(round): Promise<Measurement> {
+      if (spec.reuse) return await measureKept(round);
       const { service, url } = await server();
       const seconds = ctx.opts.warmup + ctx.opts.duration;
       const cpu = await service.cpuSeconds();
       const r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
       const cpuUsPerRequest = (await service.cpuSeconds() - cpu) * 1e6 / r.calls;
       const peakRssMiB = await service.peakRssMiB();
+      const peakRssEachMiB = await service.peakRssEachMiB();
       const bad = await sample(service, url, `round ${round + 1}`);
       if (r.failures === 0 && r.rps > 0) rate = r.rps;
-      return { ...r, failures: r.failures + bad, peakRssMiB, cpuUsPerRequest };
+      return { ...r, failures: r.failures + bad, peakRssMiB, peakRssEachMiB, cpuUsPerRequest };
     },
     async finish(): Promise<Finish> {
+      if (kept) await retire(kept.service, "at the end", kept.restarts);
+      kept = undefined;
       for (const service of live) await service.stop("SIGKILL");
       const mine = spec.samples.get(spec.name);
       for (const [other, s] of spec.samples) {

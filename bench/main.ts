@@ -4,7 +4,7 @@
 // --allow-all: it spawns servers and load generators anyway, and Deno grants /proc (CPU time,
 // peak RSS of the servers) to nothing less.
 import type { BenchContext } from "./contenders.ts";
-import { readOptions } from "./options.ts";
+import { readOptions, selects, unmatched } from "./options.ts";
 import { learnReference } from "./reference.ts";
 import { describeRun, fullReport, loadAverage, workloadTable } from "./report.ts";
 import { runWorkload, type Workload, type WorkloadResult } from "./runner.ts";
@@ -52,7 +52,12 @@ async function main(): Promise<number> {
       const ref = await learnReference(place, { kvDir: await Deno.makeTempDir({ dir: tmp }) });
       workloads = await buildWorkloads(ctx, ref, booksFile);
     }
-    if (opts.only.length > 0) workloads = workloads.filter((w) => opts.only.includes(w.id));
+    const unknown = unmatched(opts.only, workloads.map((w) => w.id));
+    if (unknown.length > 0) {
+      log(`BENCH_ONLY: no workload ${unknown.join(", ")}; ids: ${workloads.map((w) => w.id)}`);
+      return 2;
+    }
+    workloads = workloads.filter((w) => selects(opts.only, w.id));
     const results: WorkloadResult[] = [];
     for (const w of workloads) {
       log(`${w.title}${w.skipped ? ` (skipped: ${w.skipped})` : ""}`);

@@ -8,7 +8,10 @@ export interface BenchOptions {
   rounds: number;
   /** Concurrent HTTP/1.1 connections of wrk (BENCH_CONNECTIONS, default 64). */
   connections: number;
-  /** Workload ids to run (BENCH_ONLY, comma-separated); empty runs all. */
+  /**
+   * Workload ids to run (BENCH_ONLY, comma-separated; `grpc*` selects every id starting with
+   * `grpc`); empty runs all.
+   */
   only: string[];
 }
 
@@ -31,4 +34,17 @@ export function readOptions(env: Record<string, string>, scale = false): BenchOp
     connections: Math.round(positive(env, "BENCH_CONNECTIONS", 64)),
     only: (env.BENCH_ONLY ?? "").split(",").map((s) => s.trim()).filter((s) => s !== ""),
   };
+}
+
+/** Whether a workload id is selected by BENCH_ONLY (everything when it is empty). */
+export function selects(only: readonly string[], id: string): boolean {
+  return only.length === 0 ||
+    only.some((pattern) =>
+      pattern.endsWith("*") ? id.startsWith(pattern.slice(0, -1)) : pattern === id
+    );
+}
+
+/** The BENCH_ONLY entries that select none of `ids` (a typo would silently run nothing). */
+export function unmatched(only: readonly string[], ids: readonly string[]): string[] {
+  return only.filter((pattern) => !ids.some((id) => selects([pattern], id)));
 }

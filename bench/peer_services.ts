@@ -71,3 +71,24 @@ export function startGrpcJs(place: PeerPlace, booksFile: string): Promise<Servic
     cpus: place.serverCpus,
   });
 }
+
+/**
+ * A bare node:http2 server on this Deno answering every stream with the same pre-encoded gRPC
+ * frame (bench/peers/bare_http2.ts): the runtime's ceiling for gRPC.
+ */
+export function startBareHttp2(place: PeerPlace, booksFile: string): Promise<Service> {
+  return startService({
+    name: "bare node:http2",
+    command: [
+      Deno.execPath(),
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      peer("bare_http2.ts"),
+    ],
+    env: { BOOKS_FILE: booksFile },
+    cwd: place.root,
+    cpus: place.serverCpus,
+  });
+}

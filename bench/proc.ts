@@ -42,14 +42,17 @@ export async function cpuSeconds(pid: number | "self"): Promise<number> {
 
 /** Sum of the peak resident set sizes (VmHWM) of a process tree in MiB, or NaN. */
 export async function peakRssMiB(pid: number): Promise<number> {
-  let kib = 0;
-  let found = false;
+  const each = await peakRssEachMiB(pid);
+  return each.length > 0 ? each.reduce((a, b) => a + b, 0) : NaN;
+}
+
+/** The peak resident set size (VmHWM) in MiB of each live process of a tree, root first. */
+export async function peakRssEachMiB(pid: number): Promise<number[]> {
+  const each: number[] = [];
   for (const p of await processTree(pid)) {
     const status = await Deno.readTextFile(`/proc/${p}/status`).catch(() => "");
     const match = /^VmHWM:\s+(\d+) kB/m.exec(status);
-    if (!match) continue;
-    found = true;
-    kib += Number(match[1]);
+    if (match) each.push(Number(match[1]) / 1024);
   }
-  return found ? kib / 1024 : NaN;
+  return each;
 }

@@ -63,6 +63,13 @@ const ms = (n: number) => Number.isFinite(n) ? n.toFixed(2) : "-";
 const us = (n: number) => Number.isFinite(n) ? n.toFixed(1) : "-";
 const mib = (n: number) => Number.isFinite(n) ? n.toFixed(0) : "-";
 
+/** Peak RSS; for a server of several processes also each one's (e.g. `339 (104 + 235)`). */
+function rssCell(c: WorkloadResult["contenders"][number]): string {
+  const each = c.peakRssEachMiB;
+  if (!each || each.length < 2) return mib(c.peakRssMiB);
+  return `${mib(c.peakRssMiB)} (${each.map(mib).join(" + ")})`;
+}
+
 function ratioCell(w: WorkloadResult, name: string, ratio: number | undefined): string {
   if (ratio === undefined) return "";
   const target = w.targets.find((t) => t.against === name);
@@ -85,7 +92,7 @@ export function workloadTable(w: WorkloadResult): string {
   for (const c of w.contenders) {
     const label = c.role === "ceiling" ? `${c.name} (ceiling)` : c.name;
     lines.push(
-      `| ${label} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${mib(c.peakRssMiB)} | ${
+      `| ${label} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${rssCell(c)} | ${
         us(c.cpuUsPerRequest)
       } | ${ratioCell(w, c.name, c.ratio)} | ${
         c.cpuRatio === undefined ? "" : `${c.cpuRatio.toFixed(2)}×`

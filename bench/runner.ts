@@ -14,6 +14,8 @@ export interface Measurement {
   cpuUsPerRequest?: number;
   /** Peak RSS when the contender runs a fresh process per round. */
   peakRssMiB?: number;
+  /** Peak RSS of each process when the server runs several (e.g. a supervised gRPC child). */
+  peakRssEachMiB?: number[];
   notes?: string[];
 }
 
@@ -65,6 +67,8 @@ export interface ContenderResult {
   p50Ms: number;
   p99Ms: number;
   peakRssMiB: number;
+  /** Per process, from the round with the highest total, when the server runs several. */
+  peakRssEachMiB?: number[];
   cpuUsPerRequest: number;
   requests: number;
   failures: number;
@@ -148,6 +152,8 @@ export async function runWorkload(
       : ms.map((m, i) => (m.cpuUsPerRequest ?? NaN) / (oursRounds[i]?.cpuUsPerRequest ?? NaN))
         .filter((x) => Number.isFinite(x));
     const failed = ms.find((m) => m.failures > 0);
+    const highest = ms.filter((m) => (m.peakRssEachMiB?.length ?? 0) > 1)
+      .sort((a, b) => (b.peakRssMiB ?? 0) - (a.peakRssMiB ?? 0))[0];
     result.contenders.push({
       name: c.name,
       role: c.role,
@@ -155,6 +161,7 @@ export async function runWorkload(
       p50Ms: median(ms.map((m) => m.p50Ms)),
       p99Ms: median(ms.map((m) => m.p99Ms)),
       peakRssMiB: roundRss.length > 0 ? Math.max(...roundRss) : fin?.peakRssMiB ?? NaN,
+      ...(highest?.peakRssEachMiB ? { peakRssEachMiB: highest.peakRssEachMiB } : {}),
       cpuUsPerRequest: median(ms.map((m) => m.cpuUsPerRequest ?? NaN)),
       requests: ms.reduce((sum, m) => sum + m.requests, 0),
       failures: ms.reduce((sum, m) => sum + m.failures, 0) + (fin?.failures ?? 0),

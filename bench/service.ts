@@ -1,4 +1,4 @@
-import { cpuSeconds, peakRssMiB } from "./proc.ts";
+import { cpuSeconds, peakRssEachMiB, peakRssMiB } from "./proc.ts";
 import { pinned } from "./tools.ts";
 
 /** A server or peer started by the bench as its own process. */
@@ -9,6 +9,8 @@ export interface Service {
   listening: Record<string, unknown>;
   /** Peak resident set size so far in MiB (VmHWM), or NaN when /proc is unavailable. */
   peakRssMiB(): Promise<number>;
+  /** Peak RSS of each process of its tree in MiB, itself first (e.g. a supervised child next). */
+  peakRssEachMiB(): Promise<number[]>;
   /** Lines written to stdout so far (the server's JSON log: one access-log line per request). */
   stdoutLines(): number;
   /** How often each of the spec's `markers` appeared on stdout so far. */
@@ -94,6 +96,7 @@ export async function startService(spec: ServiceSpec): Promise<Service> {
     pid: child.pid,
     listening: found,
     peakRssMiB: () => peakRssMiB(child.pid),
+    peakRssEachMiB: () => peakRssEachMiB(child.pid),
     stdoutLines: () => lines,
     markerCount: (marker) => markers.get(marker) ?? 0,
     head: () => head,

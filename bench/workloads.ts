@@ -5,9 +5,15 @@ import {
   postAddressesContender,
 } from "./addresses_contenders.ts";
 import { type BenchContext, httpContender, type WrkLoad } from "./contenders.ts";
-import { GRPC_STREAMS, grpcContender, type GrpcSample } from "./grpc_contenders.ts";
+import { GRPC_STREAMS, grpcContender, type GrpcSample, type GrpcShape } from "./grpc_contenders.ts";
 import { startOurs } from "./ours.ts";
-import { startGrpcJs, startRawDeno, startYoga, writeRoutes } from "./peer_services.ts";
+import {
+  startBareHttp2,
+  startGrpcJs,
+  startRawDeno,
+  startYoga,
+  writeRoutes,
+} from "./peer_services.ts";
 import { type Answer, BOOKS_QUERY, learnGraphql, type Reference } from "./reference.ts";
 import type { Workload } from "./runner.ts";
 import { buildServeWorkloads } from "./serve_contenders.ts";
@@ -18,6 +24,7 @@ export const RAW_SAME = "raw Deno.serve, same headers";
 export const YOGA = "graphql-yoga";
 export const GRPC_JS = "@grpc/grpc-js (Node)";
 export const NAIVE = "naive KV loop, 64 workers";
+export const BARE_HTTP2 = "bare node:http2 on Deno";
 
 /** What the server logs when its supervised gRPC listener process died and is restarted. */
 const GRPC_RESTART = "grpc listener died";
@@ -194,6 +201,58 @@ export async function buildWorkloads(
   else if (!ctx.tools.h2load) grpc.skipped = "h2load is not installed (Debian nghttp2-client)";
   else if (!ctx.tools.node) grpc.skipped = "node is not installed (needed for @grpc/grpc-js)";
 
+  // Multiplexed load and latency, each server process kept across the rounds as in production:
+  // ours (the supervised listener child, as `deno task start` runs it), grpc-js on Node, and the
+  // runtime's ceiling, a bare node:http2 server on this Deno sending the same pre-encoded frame.
+  const grpcShape = (id: string, title: string, shape: GrpcShape): Workload => {
+    const spec = { ...grpcSpec, samples: new Map<string, GrpcSample>(), shape, reuse: true };
+    const workload: Workload = {
+      id,
+      title,
+      load: `h2load, ${shape.clients} connection${shape.clients === 1 ? "" : "s"} × ` +
+        `${shape.streams} stream${shape.streams === 1 ? "" : "s"}, HTTP/2 cleartext; one ` +
+        "server process per contender for all rounds (peak RSS: its whole run; ours: HTTP " +
+        "process + gRPC listener child)",
+      checks: grpc.checks + "; the message checked equal across the three servers",
+      contenders: [
+        grpcContender({
+          ...spec,
+          name: "ours",
+          role: "ours",
+          start: async () =>
+            startOurs(place, {
+              kvDir: await Deno.makeTempDir({ dir: ctx.tmp, prefix: "kv-" }),
+              markers: [GRPC_RESTART],
+            }),
+          restartMarker: GRPC_RESTART,
+        }),
+        grpcContender({
+          ...spec,
+          name: GRPC_JS,
+          role: "peer",
+          start: () => startGrpcJs(place, booksFile),
+        }),
+        grpcContender({
+          ...spec,
+          name: BARE_HTTP2,
+          role: "ceiling",
+          start: () => startBareHttp2(place, booksFile),
+        }),
+      ],
+      targets: shape.streams > 1 ? [{ against: GRPC_JS, min: 1.0 }] : [],
+    };
+    if (grpc.skipped) workload.skipped = grpc.skipped;
+    return workload;
+  };
+  const grpcMux = grpcShape("grpc-mux", "gRPC books, multiplexed (8 × 16)", {
+    clients: 8,
+    streams: 16,
+  });
+  const grpcLatency = grpcShape("grpc-latency", "gRPC books, one call at a time (1 × 1)", {
+    clients: 1,
+    streams: 1,
+  });
+
   const bodyFile = `${ctx.tmp}/address.json`;
   await Deno.writeTextFile(bodyFile, JSON.stringify(ADDRESS_INPUT));
   const addresses: Workload = {
@@ -222,5 +281,5 @@ export async function buildWorkloads(
     bodyFile,
     createdLengths: createdLengths(ref.created),
   });
-  return [restBooks, bookById, graphql, grpc, addresses, ...serve];
+  return [restBooks, bookById, graphql, grpc, grpcMux, grpcLatency, addresses, ...serve];
 }

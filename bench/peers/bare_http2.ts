@@ -1,0 +1,69 @@
+// The gRPC ceiling of the runtime: a bare `node:http2` server on this Deno answering every stream
+// with one gRPC frame encoded once at start (the catalogue of BOOKS_FILE, ascending id, the same
+// bytes this project's server sends; the bench checks that), then `grpc-status: 0` trailers. No
+// compatibility API, no routing, no checks, no log. The one thing it shares with the project's
+// listener is the client-GOAWAY filter (rpc/goaway_filter.ts): without it Deno 2.9.6's nghttp2
+// can abort the process when h2load closes its connections (denoland/deno#36788), and a
+// ceiling that crashes measures nothing. Prints one JSON `listening` line, like the server.
+import http2 from "node:http2";
+import { Buffer } from "node:buffer";
+import type { AddressInfo } from "node:net";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createGoawayFilter } from "../../rpc/goaway_filter.ts";
+import { BooksResponseSchema } from "../../rpc/gen/books/v1/books_pb.ts";
+
+interface Book {
+  id: number;
+  title: string;
+  year: number;
+  author: { firstName: string; lastName: string };
+}
+
+const books = (JSON.parse(await Deno.readTextFile(Deno.env.get("BOOKS_FILE")!)) as Book[])
+  .sort((a, b) => a.id - b.id);
+const message = toBinary(
+  BooksResponseSchema,
+  create(BooksResponseSchema, {
+    book: books.map((b) => ({ title: b.title, year: b.year, author: b.author })),
+  }),
+);
+const frame = Buffer.alloc(5 + message.byteLength);
+frame.writeUInt32BE(message.byteLength, 1);
+frame.set(message, 5);
+
+function sendTrailers(this: http2.ServerHttp2Stream) {
+  this.sendTrailers({ "grpc-status": "0" });
+}
+
+const server = http2.createServer();
+server.on("session", (session: http2.ServerHttp2Session) => {
+  const key = Object.getOwnPropertySymbols(session).find((s) => s.description === "kHandle");
+  const handle = key && (session as unknown as Record<symbol, unknown>)[key];
+  const native = handle as { receive?: (chunk: Uint8Array) => unknown } | undefined;
+  const receive = native?.receive;
+  if (native && typeof receive === "function") {
+    const filter = createGoawayFilter();
+    native.receive = (chunk) => receive.call(native, filter(chunk));
+  }
+  session.on("error", () => {});
+});
+server.on("stream", (stream: http2.ServerHttp2Stream) => {
+  stream.on("data", () => {});
+  stream.once("end", () => {
+    if (stream.destroyed) return;
+    stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, {
+      waitForTrailers: true,
+    });
+    stream.once("wantTrailers", sendTrailers);
+    stream.end(frame);
+  });
+  stream.on("error", () => {});
+});
+server.listen(0, "127.0.0.1", () => {
+  const { port } = server.address() as AddressInfo;
+  console.log(JSON.stringify({ msg: "listening", grpc: `http://127.0.0.1:${port}` }));
+});
+Deno.addSignalListener("SIGTERM", () => {
+  server.close(() => Deno.exit(0));
+  setTimeout(() => Deno.exit(0), 2000);
+});
