@@ -17,6 +17,7 @@ export interface SupervisedGrpc {
 const CHILD = new URL("./grpc_child.ts", import.meta.url).pathname;
 const DENO_JSON = new URL("../deno.json", import.meta.url).pathname;
 const STOP_TIMEOUT_MS = 15_000;
+const LISTENING = '"msg":"grpc listening"';
 const MAX_RESTART_DELAY_MS = 5_000;
 const HEALTHY_AFTER_MS = 30_000;
 // The child's V8 heap. Under multiplexed load (8 connections x 16 streams) V8's defaults let
@@ -58,14 +59,22 @@ function spawnChild(config: GrpcChildConfig, logger: Logger): Child {
   const ready = new Promise<string>((resolve) => (resolveReady = resolve));
   const pumpStdout = (async () => {
     let pending = "";
+    let announced = false;
     for await (const text of process.stdout.pipeThrough(new TextDecoderStream())) {
       pending += text;
-      const lines = pending.split("\n");
-      pending = lines.pop()!;
-      for (const line of lines) {
-        if (!line) continue;
-        if (line.includes('"msg":"grpc listening"')) resolveReady(JSON.parse(line).grpc);
-        logger.line(line);
+      const end = pending.lastIndexOf("\n");
+      if (end === -1) continue;
+      // The complete lines are passed on as one block: under load a chunk holds hundreds of
+      // `rpc` lines, and this process shares the CPU with the listener.
+      const block = pending.slice(0, end + 1);
+      pending = pending.slice(end + 1);
+      logger.line(block);
+      if (!announced && block.includes(LISTENING)) {
+        announced = true;
+        // Written before the listener counts as serving, so no reader of the log sees the
+        // server ready before the line that announces the listener.
+        logger.flush();
+        resolveReady(JSON.parse(block.split("\n").find((l) => l.includes(LISTENING))!).grpc);
       }
     }
   })();
