@@ -170,8 +170,15 @@ export function grpcContender(spec: {
     }
     const { service, url } = kept;
     const seconds = ctx.opts.warmup + ctx.opts.duration;
-    const cpu = await service.cpuSeconds();
-    const r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+    let cpu = await service.cpuSeconds();
+    let r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+    if (r.requests === 0 && r.allRps > rate && service.alive()) {
+      // Every call ended within the warm-up: the rate learnt from a cold server was too low.
+      // Sized again from this run, the round is run once more.
+      rate = r.allRps;
+      cpu = await service.cpuSeconds();
+      r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+    }
     const cpuUsPerRequest = (await service.cpuSeconds() - cpu) * 1e6 / r.calls;
     await new Promise((resolve) => setTimeout(resolve, CRASH_GRACE_MS));
     const peakRssMiB = await service.peakRssMiB();

@@ -26,6 +26,8 @@ export interface H2loadResult {
   requests: number;
   seconds: number;
   rps: number;
+  /** Calls per second over the whole run, warm-up included (to size the next run). */
+  allRps: number;
   p50Ms: number;
   p99Ms: number;
   /** Calls done in all, warm-up included. */
@@ -94,7 +96,11 @@ export async function runH2load(run: H2loadRun): Promise<H2loadResult> {
   }
   // Loops, not Math.min(...spread): a round has more calls than the stack has room for.
   let first = Infinity;
-  for (const c of calls) first = Math.min(first, c.start);
+  let last = -Infinity;
+  for (const c of calls) {
+    first = Math.min(first, c.start);
+    last = Math.max(last, c.end);
+  }
   const from = first + run.warmupSeconds * 1e6;
   const measured = calls.filter((c) => c.start >= from);
   let to = -Infinity;
@@ -119,6 +125,7 @@ export async function runH2load(run: H2loadRun): Promise<H2loadResult> {
     calls: done,
     seconds,
     rps: measured.length > 0 ? measured.length / seconds : 0,
+    allRps: calls.length > 0 && last > first ? calls.length / ((last - first) / 1e6) : 0,
     p50Ms: percentileOfSorted(latencies, 50),
     p99Ms: percentileOfSorted(latencies, 99),
     failures: failures + badData,
