@@ -166,15 +166,16 @@ Deno.test("OpenTelemetry: route-named spans from REST, GraphQL and gRPC; traceId
       "200",
     );
 
-    // The access log names the trace of each request: the exported span's trace id.
-    const lines = server.output().split("\n").filter((l) => l.startsWith("{")).map((l) =>
-      JSON.parse(l)
-    );
+    // The access log names the trace of each request: the exported span's trace id. The gRPC
+    // child's lines pass through two buffered processes, so they may follow their spans.
+    const accessLine = (requestId: string) =>
+      server.output().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
+        .find((l) => l.requestId === requestId && (l.msg === "request" || l.msg === "rpc"));
     for (const [requestId] of expected) {
-      const line = lines.find((l) =>
-        l.requestId === requestId && (l.msg === "request" || l.msg === "rpc")
+      const line = await waitFor(
+        `the access-log line of ${requestId}`,
+        () => accessLine(requestId),
       );
-      assert.ok(line, `no access-log line for ${requestId}`);
       assert.match(line.traceId, /^[0-9a-f]{32}$/, requestId);
       assert.equal(line.traceId, byRequestId(receiver.spans, requestId)!.traceId, requestId);
     }
