@@ -1,7 +1,11 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../lib/app_env.ts";
 
-/** Only this server's own assets (GraphiQL's inline styles and data: fonts excepted). */
+/**
+ * The policy of every HTML page (GraphiQL, /docs): only this server's own scripts, styles and
+ * connections (inline style attributes and data: fonts and images excepted), so a page cannot
+ * silently depend on a CDN. Set here once, for every page, rather than by each page.
+ */
 export const PAGE_CSP = [
   "default-src 'self'",
   "script-src 'self'",
