@@ -8,6 +8,7 @@ import type { AppEnv } from "../lib/app_env.ts";
 import type { BookStore } from "../store/books.ts";
 import { gateKey, requestIdKey } from "./interceptor.ts";
 import { appRoutes, handlerOptions } from "./router.ts";
+import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
 import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
 /**
@@ -25,7 +26,7 @@ export function rpcRoutes(
     grpc: false,
     ...handlerOptions({ logger: deps.logger, accessLog: false }),
   });
-  withUndecodableAsInvalidArgument(appRoutes(deps.books))(router);
+  withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps.books)))(router);
   for (const handler of router.handlers) {
     app.on(handler.allowedMethods, handler.requestPath, async (c) => {
       const request = c.req.raw;

@@ -10,6 +10,7 @@ import * as reflectionV1alpha from "./gen/grpc/reflection/v1alpha/reflection_pb.
 import { healthService, type HealthState } from "./health_service.ts";
 import { serverInterceptor } from "./interceptor.ts";
 import { reflectionServices } from "./reflection_service.ts";
+import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
 import { refuseUndecodableQuery, withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
 /** Largest message accepted or sent, as gRPC's usual default: 4 MiB. */
@@ -51,10 +52,10 @@ export function grpcListenerRoutes(
   deps: { books: BookStore; health: HealthState },
 ): (router: ConnectRouter) => void {
   const reflection = reflectionServices([...APP_SERVICES, ...STANDARD_SERVICES]);
-  return withUndecodableAsInvalidArgument((router) => {
+  return withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded((router) => {
     appRoutes(deps.books)(router);
     router.service(Health, healthService(deps.health));
     router.service(reflectionV1.ServerReflection, reflection.v1);
     router.service(reflectionV1alpha.ServerReflection, reflection.v1alpha);
-  });
+  }));
 }

@@ -2,6 +2,7 @@ import { Buffer } from "node:buffer";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { type HandlerCall, wrapHandlers } from "./wrap_handlers.ts";
 
 // Connect-ES's wording for input it cannot read: an undecodable message, a compressed envelope
 // without an encoding or with bytes that do not decompress.
@@ -28,17 +29,11 @@ const MAX_ERROR_BODY = 64 * 1024;
 export function withUndecodableAsInvalidArgument(
   routes: (router: ConnectRouter) => void,
 ): (router: ConnectRouter) => void {
-  return (router) => {
-    routes(router);
-    // The adapters read `router.handlers` once the routes are registered.
-    for (let i = 0; i < router.handlers.length; i++) {
-      router.handlers[i] = undecodableAsInvalidArgument(router.handlers[i]!);
-    }
-  };
+  return wrapHandlers(routes, undecodableAsInvalidArgument);
 }
 
-function undecodableAsInvalidArgument(handler: UniversalHandler): UniversalHandler {
-  const wrapped = async (request: Parameters<UniversalHandler>[0]) => {
+function undecodableAsInvalidArgument(handler: UniversalHandler): HandlerCall {
+  return async (request) => {
     const response = await handler(request);
     if (response.status === 500) return await rewriteParseFailure(response);
     const trailer = response.trailer;
@@ -54,14 +49,6 @@ function undecodableAsInvalidArgument(handler: UniversalHandler): UniversalHandl
     }
     return response;
   };
-  return Object.assign(wrapped, {
-    protocolNames: handler.protocolNames,
-    service: handler.service,
-    method: handler.method,
-    requestPath: handler.requestPath,
-    allowedMethods: handler.allowedMethods,
-    supportedContentType: handler.supportedContentType,
-  });
 }
 
 async function rewriteParseFailure(

@@ -313,3 +313,75 @@ Deno.test("a non-RPC request to an RPC path on the HTTP port gets the 7.4 415 bo
     await server.close();
   }
 });
+
+// Seen in CI's log of the RPC fuzz (TimeoutOverflowWarning, seed 1422774553): Connect-ES arms a
+// timer for the whole timeout, and a timer past 2^31 − 1 ms fires after 1 ms, so a call with a
+// legal but distant deadline ended DEADLINE_EXCEEDED after 1 ms (a stream at once).
+Deno.test("a deadline further away than a timer can wait is no deadline, on every protocol", async () => {
+  const server = await startTestServer();
+  const session = http2.connect(server.grpcUrl!);
+  try {
+    const hours = { "grpc-timeout": "99999999H" };
+    const web = { "content-type": "application/grpc-web+proto", ...hours };
+    const viaFetch = await fetch(server.httpUrl + BOOKS, {
+      method: "POST",
+      headers: web,
+      body: new Uint8Array(5),
+    });
+    assert.equal(viaFetch.status, 200);
+    assert.match(await viaFetch.text(), /grpc-status: ?0\r\n/);
+    const connect = { "content-type": "application/json", "connect-timeout-ms": "9999999999" };
+    const res = await fetch(server.httpUrl + BOOKS, {
+      method: "POST",
+      headers: connect,
+      body: "{}",
+    });
+    assert.equal(res.status, 200);
+    assert.ok(Array.isArray((await res.json()).book));
+    const h2Web = await h2Call(session, BOOKS, web, new Uint8Array(5));
+    assert.match(h2Web.body.toString("latin1"), /grpc-status: ?0\r\n/);
+    const h2Connect = await h2Call(session, BOOKS, connect, new TextEncoder().encode("{}"));
+    assert.equal(h2Connect.status, 200);
+    // Native gRPC through Connect's handler (a body the fast path hands over: an unknown field).
+    const unknownField = new Uint8Array([0, 0, 0, 0, 2, 0x08, 0x01]);
+    const grpc = await h2Call(
+      session,
+      BOOKS,
+      { "content-type": "application/grpc", ...hours },
+      unknownField,
+    );
+    assert.equal(grpc.meta["grpc-status"], "0", grpc.meta["grpc-message"]);
+    // A stream with a distant deadline stays open (it ended DEADLINE_EXCEEDED after 1 ms).
+    for (const type of ["application/grpc", "application/grpc-web+proto"]) {
+      const watch = session.request({
+        ":method": "POST",
+        ":path": "/grpc.health.v1.Health/Watch",
+        te: "trailers",
+        "content-type": type,
+        ...hours,
+      });
+      let ended = "";
+      watch.on("trailers", (t) => (ended = String(t["grpc-status"])));
+      const first = new Promise((resolve) => watch.once("data", resolve));
+      watch.end(new Uint8Array(5));
+      await first;
+      let tail = "";
+      watch.on("data", (chunk: Buffer) => (tail += chunk.toString("latin1")));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(ended, "", `${type}: the watch ended with status ${ended}`);
+      assert.doesNotMatch(tail, /grpc-status/, type);
+      watch.close();
+    }
+    // A near deadline still applies.
+    const near = await fetch(server.httpUrl + BOOKS, {
+      method: "POST",
+      headers: { ...connect, "connect-timeout-ms": "1000" },
+      body: "{}",
+    });
+    assert.equal(near.status, 200);
+    await near.body?.cancel();
+  } finally {
+    await new Promise<void>((resolve) => session.close(() => resolve()));
+    await server.close();
+  }
+});
