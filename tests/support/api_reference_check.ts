@@ -8,18 +8,10 @@
  * A script of its own for the same reason as graphiql_check.ts (playwright-core needs
  * --allow-all at import).
  */
-import { chromium } from "playwright-core";
-
-const CHROMIUM = "/usr/bin/chromium";
+import { openOfflinePage, type PageRecord } from "./offline_page.ts";
 
 /** What the page did. */
-export interface ApiReferenceReport {
-  /** `METHOD /path` of every request to the server. */
-  requests: string[];
-  /** URLs of requests to any other host (aborted). */
-  blocked: string[];
-  /** Page errors and console errors (CSP violations among them). */
-  problems: string[];
+export interface ApiReferenceReport extends PageRecord {
   /** `METHOD path` of every operation the page shows. */
   operations: string[];
   /** The response status Swagger UI shows after executing `GET /rest/books`. */
@@ -30,45 +22,16 @@ export interface ApiReferenceReport {
 
 /** Drives Swagger UI at `${base}/docs`. */
 export async function checkApiReference(base: string): Promise<ApiReferenceReport> {
-  const origin = new URL(base);
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  const report: ApiReferenceReport = {
+    requests: [],
+    blocked: [],
+    problems: [],
+    operations: [],
+    executedStatus: "",
+    executedBody: "",
+  };
+  const { browser, page } = await openOfflinePage(base, report);
   try {
-    const page = await browser.newPage();
-    const report: ApiReferenceReport = {
-      requests: [],
-      blocked: [],
-      problems: [],
-      operations: [],
-      executedStatus: "",
-      executedBody: "",
-    };
-    await page.route("**/*", (route) => {
-      const url = new URL(route.request().url());
-      if (url.protocol === "data:") return route.continue();
-      if (url.host !== origin.host) {
-        report.blocked.push(url.href);
-        return route.abort("blockedbyclient");
-      }
-      report.requests.push(`${route.request().method()} ${url.pathname}`);
-      return route.continue();
-    });
-    page.on("pageerror", (error) => report.problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (message.type() === "error") report.problems.push(`console: ${message.text()}`);
-    });
-
     const response = await page.goto(`${base}/docs`);
     if (response?.status() !== 200) throw new Error(`GET /docs answered ${response?.status()}`);
     await page.waitForSelector(".opblock", { timeout: 30_000 });

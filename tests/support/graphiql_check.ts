@@ -8,19 +8,10 @@
  * A script of its own, run by tests/graphiql_browser_test.ts, because playwright-core probes
  * /proc at import, which Deno allows only with --allow-all (the test task grants less).
  */
-import { chromium } from "playwright-core";
-
-/** Debian's package; no browser is downloaded. */
-const CHROMIUM = "/usr/bin/chromium";
+import { openOfflinePage, type PageRecord } from "./offline_page.ts";
 
 /** What the page did. */
-export interface GraphiqlReport {
-  /** `METHOD /path` of every request to the server. */
-  requests: string[];
-  /** URLs of requests to any other host (aborted). */
-  blocked: string[];
-  /** Page errors and console errors. */
-  problems: string[];
+export interface GraphiqlReport extends PageRecord {
   /** The text of GraphiQL's result pane after running the default (books) query. */
   shown: string;
   /** True when GraphiQL's introspection query answered without errors. */
@@ -45,42 +36,15 @@ function resultShowsBooks(selector: string): boolean {
 
 /** Drives GraphiQL at `${base}/graphql`. */
 export async function checkGraphiql(base: string): Promise<GraphiqlReport> {
-  const origin = new URL(base);
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  const report: GraphiqlReport = {
+    requests: [],
+    blocked: [],
+    problems: [],
+    shown: "",
+    schemaLoaded: false,
+  };
+  const { browser, page } = await openOfflinePage(base, report);
   try {
-    const page = await browser.newPage();
-    const report: GraphiqlReport = {
-      requests: [],
-      blocked: [],
-      problems: [],
-      shown: "",
-      schemaLoaded: false,
-    };
-    await page.route("**/*", (route) => {
-      const url = new URL(route.request().url());
-      if (url.host !== origin.host) {
-        report.blocked.push(url.href);
-        return route.abort("blockedbyclient");
-      }
-      report.requests.push(`${route.request().method()} ${url.pathname}`);
-      return route.continue();
-    });
-    page.on("pageerror", (error) => report.problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (message.type() === "error") report.problems.push(`console: ${message.text()}`);
-    });
     const answers: Promise<string>[] = [];
     page.on("response", (response) => {
       if (response.request().method() === "POST") answers.push(response.text());
