@@ -98,11 +98,19 @@ export function jsonObjectBody(limit: number): MiddlewareHandler<AppEnv> {
     // refused types this guard accepts (`application/json;;;`, the vendor type) with an error the
     // edge rendered as 500. They see the bare media type this guard accepted instead; the
     // request's headers are immutable, and its body was read above (it is in the cache below).
-    const headers = new Headers(c.req.raw.headers);
-    headers.set("content-type", mediaTypeOf(type)!);
-    c.req.raw = new Request(c.req.raw.url, { method, headers });
+    // A header that is the bare type already (nearly every client's) needs no new Request.
+    const essence = mediaTypeOf(type)!;
+    if (type !== essence) {
+      const headers = new Headers(c.req.raw.headers);
+      headers.set("content-type", essence);
+      c.req.raw = new Request(c.req.raw.url, { method, headers });
+    }
     // Hono's cache holds promises at run time though its type says otherwise; tests cover this.
-    (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);
+    // The parsed value is cached too: each validator asking for JSON would otherwise parse the
+    // text again through a new Response.
+    const cache = c.req.bodyCache as Record<string, unknown>;
+    cache.text = Promise.resolve(text);
+    cache.json = Promise.resolve(value);
     await next();
   };
 }
