@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { AppError, appErrorFromProblems, type Problem } from "../lib/errors.ts";
+import { AppError } from "../lib/errors.ts";
+import { invalidInput } from "../lib/invalid_input.ts";
 import type { Logger } from "../lib/log.ts";
 import type { Store } from "../store/store.ts";
 import { addressRoutes } from "../routes/addresses.ts";
@@ -39,43 +40,12 @@ export interface AppDeps {
   corsOrigins?: "*" | string[] | undefined;
 }
 
-interface ZodIssueLike {
-  path: PropertyKey[];
-  message: string;
-}
-
-/** Turns zod issues into problems: body fields are `invalid-field`, the rest `invalid-parameter`. */
-export function problemsFromIssues(target: string, issues: readonly ZodIssueLike[]): Problem[] {
-  // One problem per field: zod may report follow-up checks on a value of the wrong type, and
-  // only the first issue of a field says something useful.
-  const seen = new Set<string>();
-  const firstPerField = issues.filter((issue) => {
-    const key = issue.path.map(String).join(".");
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-  return firstPerField.map((issue) => {
-    const name = issue.path.map(String).join(".") || "(root)";
-    if (target === "json") {
-      const text = issue.message.includes("received undefined") ? "is required" : issue.message;
-      return { code: "invalid-field", detail: `Field "${name}": ${text}.` };
-    }
-    const where = target === "param"
-      ? "Path parameter"
-      : target === "query"
-      ? "Query parameter"
-      : "Header";
-    return { code: "invalid-parameter", detail: `${where} "${name}" ${issue.message}.` };
-  });
-}
-
 /** Builds the HTTP application: REST routes, OpenAPI document, probes, error rendering. */
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) {
-        throw appErrorFromProblems(problemsFromIssues(result.target, result.error.issues));
+        throw invalidInput(result.target, result.error.issues);
       }
     },
   });

@@ -6,8 +6,10 @@ import { addressResponseType, isVersion2, negotiateJson } from "../lib/negotiate
 import type { Address } from "../lib/schemas.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses.ts";
 import { type AppEnv, preEncoded } from "../lib/app_env.ts";
+import { invalidInput } from "../lib/invalid_input.ts";
 import {
   createAddress,
+  CreateHeaderSchema,
   deleteAddress,
   getAddress,
   listAddresses,
@@ -43,11 +45,28 @@ function writeType(c: Context<AppEnv>): string {
   return addressResponseType(c.req.header("accept"), c.req.header("content-type"));
 }
 
+/** The Idempotency-Key of a create, checked by its documented schema (400 like any header). */
+function idempotencyKeyOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const parsed = CreateHeaderSchema.safeParse({ "idempotency-key": value });
+  if (!parsed.success) throw invalidInput("header", parsed.error.issues);
+  return parsed.data["idempotency-key"];
+}
+
 /** REST routes of the address book. Every call acts for the caller's owner (lib/caller.ts). */
 export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>): void {
-  app.openapi(createAddress, async (c) => {
+  // zod-openapi validates a route's header schema on a copy of every request header; on the
+  // busiest write the one header is read and checked here instead, against the same schema.
+  // The route is documented whole; the validators it gets are those of its body.
+  app.openAPIRegistry.registerPath(createAddress);
+  const createBody = {
+    ...createAddress,
+    hide: true,
+    request: { body: createAddress.request.body },
+  };
+  app.openapi(createBody, async (c) => {
     const type = writeType(c);
-    const key = c.req.valid("header")["idempotency-key"];
+    const key = idempotencyKeyOf(c.req.header("idempotency-key"));
     const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"), key);
     return preEncoded(
       created(stored, type, stored.replayed ? { "idempotent-replayed": "true" } : {}),
