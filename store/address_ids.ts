@@ -9,6 +9,7 @@ import {
   idempotencyKey,
   type IdempotencyRecord,
   MAX_ID,
+  NEXT_TAKEN,
   ownerKey,
 } from "./address_keys.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "./kv_retry.ts";
@@ -37,8 +38,9 @@ interface Waiter {
 }
 
 // Deno KV limits one atomic operation to 1000 mutations, 100 checks, 800 KiB of mutation data
-// and 80 KiB of keys; a batch stays below each (the counter takes one mutation and one check).
-const MAX_MUTATIONS = 998;
+// and 80 KiB of keys; a batch stays below each.
+// The counter takes one mutation and one check, NEXT_TAKEN one mutation.
+const MAX_MUTATIONS = 997;
 const MAX_CHECKS = 99;
 const MAX_VALUE_BYTES = 700_000;
 const MAX_KEY_BYTES = 70_000;
@@ -67,6 +69,44 @@ export function keyReused(): AppError {
     "idempotency-key-reused",
     "This Idempotency-Key was used with another request body.",
   );
+}
+
+/** The id counter and NEXT_TAKEN, read in one snapshot. */
+export interface IdState {
+  counter: Deno.KvEntryMaybe<Deno.KvU64>;
+  /** The last id POST handed out (or skipped as taken). */
+  last: number;
+  /**
+   * No address has an id above `last` and below this one; 0 when no address is above `last`;
+   * null when unknown (a KV written before NEXT_TAKEN existed, or a fresh one).
+   */
+  nextTaken: number | null;
+}
+
+/** Reads the counter and NEXT_TAKEN together. */
+export async function readIdState(kv: Deno.Kv): Promise<IdState> {
+  const [counter, nextTaken] = await withKvRetry(() =>
+    kv.getMany<[Deno.KvU64, Deno.KvU64]>([COUNTER, NEXT_TAKEN])
+  );
+  return {
+    counter,
+    last: counter.value === null ? 0 : Number(counter.value.value),
+    nextTaken: nextTaken.value === null ? null : Number(nextTaken.value.value),
+  };
+}
+
+/**
+ * Adds to a PUT's atomic operation what creating `id` means for POST's ids. Above the counter,
+ * POST might hand the id out next: the counter is checked and rewritten (same value, new
+ * versionstamp), so any batch that read it before fails and re-reads, and NEXT_TAKEN comes down
+ * to the id. Every write of NEXT_TAKEN rewrites the counter it was read with, so checking the
+ * counter covers both.
+ */
+export function notePutAt(op: Deno.AtomicOperation, state: IdState, id: number): void {
+  if (id <= state.last) return;
+  op.check(state.counter).set(COUNTER, new Deno.KvU64(BigInt(state.last)));
+  const next = state.nextTaken;
+  if (next !== null && (next === 0 || id < next)) op.set(NEXT_TAKEN, new Deno.KvU64(BigInt(id)));
 }
 
 /**
@@ -116,22 +156,27 @@ export function createIdAllocator(kv: Deno.Kv, options: AddressStoreOptions = {}
   /** Commits a prefix of `batch`; returns the waiters left for the next round. */
   async function commitBatch(batch: Waiter[]): Promise<Waiter[]> {
     for (let conflicts = 0;; conflicts++) {
-      const counter = await withKvRetry(() => kv.get<Deno.KvU64>(COUNTER));
+      const state = await readIdState(kv);
       batch = await settleStoredKeys(batch);
       if (batch.length === 0) return [];
-      const last = counter.value === null ? 0 : Number(counter.value.value);
-      // Ids above the counter that v2 PUTs created: skipped, not handed out again.
+      const { last, nextTaken } = state;
+      // Ids above the counter that v2 PUTs created are skipped, not handed out again. They are
+      // looked up only when NEXT_TAKEN says the batch may reach one (or is unknown).
       const taken = new Set<number>();
       let bound = MAX_ID;
-      await withKvRetry(async () => {
-        taken.clear();
-        const selector = { prefix: ADDRESS_PREFIX, start: addressKey(last + 1) };
-        for await (const e of kv.list(selector, { limit: batch.length })) {
-          taken.add(e.key[1] as number);
-        }
-      });
-      // With a full page, ids past its last entry are unknown: allocate only up to it.
-      if (taken.size === batch.length) bound = Math.max(...taken);
+      let listed = false, full = false;
+      if (nextTaken === null || (nextTaken !== 0 && nextTaken <= last + batch.length)) {
+        const limit = batch.length + 1;
+        await withKvRetry(async () => {
+          taken.clear();
+          const selector = { prefix: ADDRESS_PREFIX, start: addressKey(last + 1) };
+          for await (const e of kv.list(selector, { limit })) taken.add(e.key[1] as number);
+        });
+        listed = true;
+        // With a full page, ids past its last entry are unknown: allocate only up to it.
+        full = taken.size === limit;
+        if (full) bound = Math.max(...taken);
+      }
       const ids: number[] = [];
       let next = last;
       while (ids.length < batch.length && next < bound) {
@@ -142,8 +187,15 @@ export function createIdAllocator(kv: Deno.Kv, options: AddressStoreOptions = {}
         throw new AppError("service-unavailable", "No address id is left to hand out.");
       }
       const op = kv.atomic()
-        .check({ key: COUNTER, versionstamp: counter.versionstamp })
+        .check(state.counter)
         .set(COUNTER, new Deno.KvU64(BigInt(next)));
+      if (listed) {
+        // The lowest taken id past the new counter; past a full page nothing is known.
+        let after = 0;
+        for (const id of taken) if (id > next && (after === 0 || id < after)) after = id;
+        if (after === 0 && full) after = next + 1;
+        if (after !== nextTaken) op.set(NEXT_TAKEN, new Deno.KvU64(BigInt(after)));
+      }
       const addresses = ids.map((id, i) => {
         const w = batch[i]!;
         const address: Address = { id, ...w.input };

@@ -10,9 +10,15 @@ import type { Address } from "../lib/schemas.ts";
  *   page of a listing is one range read. Written and deleted in the same atomic operation as the
  *   record, so both carry the same versionstamp (the ETag).
  * - `["counters", "addresses"]` → `KvU64`: the last id POST handed out (or skipped as taken).
+ * - `["counters", "addresses_next_taken"]` → `KvU64`: no address has an id between the counter
+ *   and this one (0: none above the counter at all). Only v2 PUTs create addresses above the
+ *   counter, and they lower it; POST looks for taken ids only when its batch would reach it.
  * - `["idempotency", owner, key]` → `IdempotencyRecord`, expiring after 24 hours.
  */
 export const COUNTER = ["counters", "addresses"] as const;
+
+/** The lowest id above the counter an address may hold (see the layout above). */
+export const NEXT_TAKEN = ["counters", "addresses_next_taken"] as const;
 
 /** Largest id: JSON numbers are exact up to 2^53 − 1. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;

@@ -4,12 +4,13 @@ import {
   type AddressStoreOptions,
   type Created,
   createIdAllocator,
+  notePutAt,
+  readIdState,
   sameInput,
 } from "./address_ids.ts";
 import {
   addressKey,
   type AddressRecord,
-  COUNTER,
   decodeCursor,
   encodeCursor,
   ownerKey,
@@ -204,16 +205,10 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         continue;
       }
       if (ifMatch !== undefined) throw preconditionFailed(id);
-      const counter = await withKvRetry(() => kv.get<Deno.KvU64>(COUNTER));
-      const last = counter.value === null ? 0 : Number(counter.value.value);
       const op = kv.atomic().check({ key: addressKey(id), versionstamp: null })
         .set(addressKey(id), { owner, address } satisfies AddressRecord)
         .set(ownerKey(owner, id), address);
-      // Above the counter, POST might hand this id out next: rewriting the counter (same value,
-      // new versionstamp) makes any batch that read it before this commit fail and re-read.
-      if (id > last) {
-        op.check(counter).set(COUNTER, new Deno.KvU64(BigInt(last)));
-      }
+      notePutAt(op, await readIdState(kv), id);
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return { address, versionstamp: result.versionstamp, created: true };
     }

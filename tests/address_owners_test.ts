@@ -156,6 +156,72 @@ Deno.test("POST batches skip a run of PUT-created ids longer than the batch", as
   ]);
 });
 
+/** The KV handle, counting the range reads (`list`) made through it. */
+function countingLists(kv: Deno.Kv): { kv: Deno.Kv; lists: () => number } {
+  let lists = 0;
+  const counted = new Proxy(kv, {
+    get(target, name) {
+      if (name === "list") lists++;
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv: counted, lists: () => lists };
+}
+
+Deno.test("POST looks for PUT-created ids only when its batch may reach one", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const counting = countingLists(kv);
+  const store = openAddressStore(counting.kv);
+  const ids = async (n: number) => {
+    const out = [];
+    for (let i = 0; i < n; i++) out.push((await store.create("bob", input)).address.id);
+    return out;
+  };
+  // A fresh KV has no NEXT_TAKEN yet: the first batch looks once and records that none is taken.
+  assert.deepEqual(await ids(3), [1, 2, 3]);
+  assert.equal(counting.lists(), 1);
+  assert.deepEqual(await ids(3), [4, 5, 6]);
+  assert.equal(counting.lists(), 1, "no range read while no id above the counter is taken");
+  // A PUT far above the counter, and one far below it, changes nothing until POST gets there.
+  await store.putAt("alice", 9, input);
+  await store.putAt("alice", 1_000_000, input);
+  assert.deepEqual(await ids(2), [7, 8]);
+  assert.equal(counting.lists(), 1);
+  assert.deepEqual(await ids(2), [10, 11]);
+  assert.equal(counting.lists(), 2, "one range read to step over id 9");
+  assert.deepEqual(await ids(2), [12, 13]);
+  assert.equal(counting.lists(), 2, "then none: the next taken id is 1,000,000");
+  assert.equal((await kv.get(["counters", "addresses_next_taken"])).value?.valueOf(), 1_000_000n);
+});
+
+Deno.test("a KV from before NEXT_TAKEN: POST still skips ids PUT created above the counter", async () => {
+  using kv = await Deno.openKv(":memory:");
+  // The layout of the previous version: records above the counter, no NEXT_TAKEN.
+  for (const id of [2, 3, 7]) {
+    const address = { id, ...input };
+    await kv.set(["addresses", id], { owner: "alice", address });
+    await kv.set(["owner_addresses", "alice", id], address);
+  }
+  await kv.set(["counters", "addresses"], new Deno.KvU64(1n));
+  const one = openAddressStore(kv, { maxBatch: 2 });
+  const two = openAddressStore(kv, { maxBatch: 3 });
+  const created = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => (i % 2 ? one : two).create("bob", input)),
+  );
+  assert.deepEqual(created.map((c) => c.address.id).toSorted((a, b) => a - b), [
+    4,
+    5,
+    6,
+    8,
+    9,
+    10,
+    11,
+    12,
+  ]);
+  assert.equal((await kv.get(["counters", "addresses_next_taken"])).value?.valueOf(), 0n);
+});
+
 Deno.test("concurrent POSTs and v2 PUTs from two stores on one KV never share an id", async () => {
   using kv = await Deno.openKv(":memory:");
   const one = openAddressStore(kv, { maxBatch: 7 });
