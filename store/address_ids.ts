@@ -115,9 +115,10 @@ export function notePutAt(op: Deno.AtomicOperation, state: IdState, id: number):
  *
  * Why ids stay unique across processes sharing one KV: the counter only advances in an atomic
  * operation that checks it, and an id above the counter is only ever taken by a v2 PUT that also
- * checks the counter and rewrites it (same value, new versionstamp). So the ids a batch skips
- * because an address holds them (read after the counter) cannot change before the batch commits
- * unnoticed: any PUT above the counter in between fails the batch's check, and the batch re-reads.
+ * checks the counter and rewrites it (same value, new versionstamp), lowering NEXT_TAKEN in the
+ * same operation. So neither NEXT_TAKEN nor the ids a batch skips because an address holds them
+ * (read after the counter) can change before the batch commits unnoticed: any PUT above the
+ * counter in between fails the batch's check, and the batch re-reads.
  * An Idempotency-Key is written in the same atomic operation, checked absent, so a key and its
  * address exist together or not at all.
  */
