@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ADDRESS_CACHE_CONTROL, conditionalJson } from "../lib/conditional.ts";
 import { AppError } from "../lib/errors.ts";
-import { addressResponseType, isVersion2, negotiateJson } from "../lib/negotiate.ts";
+import { addressResponseType, isVersion2, jsonHeaders, negotiateJson } from "../lib/negotiate.ts";
 import type { Address } from "../lib/schemas.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses.ts";
 import { type AppEnv, preEncoded } from "../lib/app_env.ts";
@@ -29,15 +29,24 @@ export function parseIfMatch(header: string | undefined): string[] | undefined {
     .filter((t) => t.length > 0);
 }
 
-function addressJson(stored: StoredAddress, status: number, type: string, extra = {}): Response {
+// The request id and nosniff are in the headers built here: the edge adding them to a finished
+// Response would cost Deno.serve its fast path.
+function addressJson(
+  c: Context<AppEnv>,
+  stored: StoredAddress,
+  status: number,
+  type: string,
+  extra = {},
+): Response {
   return new Response(JSON.stringify(stored.address), {
     status,
-    headers: { "content-type": type, "etag": etagOf(stored), "vary": "Accept", ...extra },
+    headers: { ...jsonHeaders(type, c.get("requestId")), "etag": etagOf(stored), ...extra },
   });
 }
 
-function created(stored: StoredAddress, type: string, extra = {}): Response {
-  return addressJson(stored, 201, type, { location: `/addresses/${stored.address.id}`, ...extra });
+function created(c: Context<AppEnv>, stored: StoredAddress, type: string, extra = {}): Response {
+  const location = `/addresses/${stored.address.id}`;
+  return addressJson(c, stored, 201, type, { location, ...extra });
 }
 
 /** The response type of an address write: v2 when the request is v2 (lib/negotiate.ts). */
@@ -69,7 +78,7 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
     const key = idempotencyKeyOf(c.req.header("idempotency-key"));
     const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"), key);
     return preEncoded(
-      created(stored, type, stored.replayed ? { "idempotent-replayed": "true" } : {}),
+      created(c, stored, type, stored.replayed ? { "idempotent-replayed": "true" } : {}),
     );
   });
 
@@ -80,7 +89,10 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
     const body = { addresses: page.items.map((s) => s.address), nextCursor: page.nextCursor };
     return preEncoded(
       new Response(JSON.stringify(body), {
-        headers: { "content-type": type, "vary": "Accept", "cache-control": ADDRESS_CACHE_CONTROL },
+        headers: {
+          ...jsonHeaders(type, c.get("requestId")),
+          "cache-control": ADDRESS_CACHE_CONTROL,
+        },
       }),
     );
   });
@@ -109,7 +121,9 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
     const stored = v2
       ? await addresses.putAt(owner, id, input, ifMatch)
       : await addresses.put(owner, id, input, ifMatch);
-    return preEncoded(stored.created ? created(stored, type) : addressJson(stored, 200, type));
+    return preEncoded(
+      stored.created ? created(c, stored, type) : addressJson(c, stored, 200, type),
+    );
   });
 
   app.openapi(patchAddress, async (c) => {
@@ -123,7 +137,7 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
     });
     const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
     const stored = await addresses.patch(c.get("caller").owner, id, change, ifMatch);
-    return preEncoded(addressJson(stored, 200, type));
+    return preEncoded(addressJson(c, stored, 200, type));
   });
 
   app.openapi(deleteAddress, async (c) => {
