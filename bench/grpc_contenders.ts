@@ -232,10 +232,19 @@ export function grpcContender(spec: {
     },
     async measure(round): Promise<Measurement> {
       if (spec.reuse) return await measureKept(round);
-      const { service, url } = await server();
+      let { service, url } = await server();
       const seconds = ctx.opts.warmup + ctx.opts.duration;
-      const cpu = await service.cpuSeconds();
-      const r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+      let cpu = await service.cpuSeconds();
+      let r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+      if (r.requests === 0 && r.allRps > rate && service.alive()) {
+        // Every call ended within the warm-up: the rate learnt from a cold server was too low.
+        // Sized again from this run, the round runs once more on a fresh process.
+        rate = r.allRps;
+        await retire(service, `round ${round + 1}, before sizing again`);
+        ({ service, url } = await server());
+        cpu = await service.cpuSeconds();
+        r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
+      }
       const cpuUsPerRequest = (await service.cpuSeconds() - cpu) * 1e6 / r.calls;
       const peakRssMiB = await service.peakRssMiB();
       const peakRssEachMiB = await service.peakRssEachMiB();
