@@ -60,8 +60,8 @@ export function servedEdge(env: () => Record<string, string | undefined>): Serve
     });
   }
 
-  async function fetch(request: Request, info: Deno.ServeHandlerInfo): Promise<Response> {
-    if (handler !== undefined) return handler(request, info);
+  // Until storage is open; afterwards `fetch` below calls the handler directly.
+  async function first(request: Request, info: Deno.ServeHandlerInfo): Promise<Response> {
     try {
       return await (await open())(request, info);
     } catch {
@@ -72,7 +72,7 @@ export function servedEdge(env: () => Record<string, string | undefined>): Serve
   }
 
   return {
-    fetch: (request, info) => handler !== undefined ? handler(request, info) : fetch(request, info),
+    fetch: (request, info) => handler !== undefined ? handler(request, info) : first(request, info),
     start,
   };
 }

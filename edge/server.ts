@@ -49,17 +49,12 @@ export async function openEdge(
   state: { isListening: () => boolean; isShuttingDown: () => boolean },
 ): Promise<Edge> {
   const seedBooks = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
+  // Before the KV: a JWKS file that cannot be read stops start-up with nothing to close.
+  const gate = await openGate(config);
   const kv = await openKv(config.kvPlatform ? undefined : config.kvPath);
   let store;
   try {
     store = await openStore(kv, { seedBooks });
-  } catch (error) {
-    kv.close();
-    throw error;
-  }
-  let gate;
-  try {
-    gate = await openGate(config);
   } catch (error) {
     kv.close();
     throw error;

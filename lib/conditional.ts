@@ -47,23 +47,15 @@ export function conditionalJson(
     ifNoneMatch: string | null | undefined;
   },
 ): Response {
+  const headers: Record<string, string> = {
+    ...jsonHeaders(answer.type, answer.requestId),
+    "etag": answer.etag,
+    "cache-control": answer.cacheControl,
+  };
   if (ifNoneMatchHits(answer.ifNoneMatch, answer.etag)) {
-    return new Response(null, {
-      status: 304,
-      headers: {
-        "etag": answer.etag,
-        "cache-control": answer.cacheControl,
-        "vary": "Accept",
-        "x-request-id": answer.requestId,
-        "x-content-type-options": "nosniff",
-      },
-    });
+    // No body, so no Content-Type; every other header as on the 200.
+    delete headers["content-type"];
+    return new Response(null, { status: 304, headers });
   }
-  return new Response(body, {
-    headers: {
-      ...jsonHeaders(answer.type, answer.requestId),
-      "etag": answer.etag,
-      "cache-control": answer.cacheControl,
-    },
-  });
+  return new Response(body, { headers });
 }

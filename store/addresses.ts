@@ -86,6 +86,16 @@ function matches(ifMatch: readonly string[], versionstamp: string): boolean {
   return ifMatch.includes("*") || ifMatch.includes(versionstamp);
 }
 
+/** Throws 412 unless `ifMatch` is absent or matches the current version of address `id`. */
+function checkIfMatch(ifMatch: readonly string[] | undefined, versionstamp: string, id: number) {
+  if (ifMatch !== undefined && !matches(ifMatch, versionstamp)) throw preconditionFailed(id);
+}
+
+/** The address stored at `id` from an input (only its three members: nothing else is kept). */
+function addressAt(id: number, input: AddressInput): Address {
+  return { id, name: input.name, city: input.city, postalCode: input.postalCode };
+}
+
 function preconditionFailed(id: number): AppError {
   return new AppError(
     "precondition-failed",
@@ -164,9 +174,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         // Spec 4.6 rule 2: stored as new with a generated id (also when another owner holds id).
         return { ...(await create(owner, input)), created: true };
       }
-      if (ifMatch !== undefined && !matches(ifMatch, entry.versionstamp)) {
-        throw preconditionFailed(id);
-      }
+      checkIfMatch(ifMatch, entry.versionstamp, id);
       const updated = { ...entry.value.address, city: input.city, postalCode: input.postalCode };
       const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated);
       if (stored) return { ...stored, created: false };
@@ -182,12 +190,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     input: AddressInput,
     ifMatch?: readonly string[],
   ) {
-    const address: Address = {
-      id,
-      name: input.name,
-      city: input.city,
-      postalCode: input.postalCode,
-    };
+    const address = addressAt(id, input);
     for (;;) {
       const entry = await read(id);
       if (entry.value !== null) {
@@ -196,9 +199,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
           if (ifMatch !== undefined) throw preconditionFailed(id);
           throw new AppError("id-taken", `Address id ${id} is not available.`);
         }
-        if (ifMatch !== undefined && !matches(ifMatch, entry.versionstamp)) {
-          throw preconditionFailed(id);
-        }
+        checkIfMatch(ifMatch, entry.versionstamp, id);
         const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
         if (stored) return { ...stored, created: false };
         if (ifMatch !== undefined) throw preconditionFailed(id);
@@ -223,17 +224,9 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
-      if (ifMatch !== undefined && !matches(ifMatch, entry.versionstamp)) {
-        throw preconditionFailed(id);
-      }
+      checkIfMatch(ifMatch, entry.versionstamp, id);
       const current = entry.value.address;
-      const input = change(current);
-      const address: Address = {
-        id,
-        name: input.name,
-        city: input.city,
-        postalCode: input.postalCode,
-      };
+      const address = addressAt(id, change(current));
       // Nothing changes: no write, and the ETag stays.
       if (sameInput(address, current)) {
         return { address: current, versionstamp: entry.versionstamp };
@@ -248,9 +241,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
-      if (ifMatch !== undefined && !matches(ifMatch, entry.versionstamp)) {
-        throw preconditionFailed(id);
-      }
+      checkIfMatch(ifMatch, entry.versionstamp, id);
       const result = await withKvRetry(() =>
         kv.atomic().check(entry).delete(addressKey(id)).delete(ownerKey(owner, id)).commit()
       );
