@@ -29,8 +29,7 @@ const gate = createGate({ booksRequired: true, verifier, limiter })!;
 const authOnly = createGate({ booksRequired: true, verifier, limiter: undefined })!;
 const limitOnly = createGate({ booksRequired: false, verifier: undefined, limiter })!;
 const request = (token?: string): GateRequest => ({
-  method: "GET",
-  path: "/rest/books",
+  access: "books:read",
   authorization: token && `Bearer ${token}`,
   address: () => "127.0.0.1",
 });

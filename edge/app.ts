@@ -11,13 +11,15 @@ import { homeRoutes } from "../routes/home.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import { healthRoutes } from "../routes/health.ts";
 import { jsonObjectBody, requestContext } from "./middleware.ts";
-import { allowedMethods } from "../lib/allowed_methods.ts";
+import { allowedMethods } from "../lib/route_access.ts";
+import { canonicalPath, rawPathOf } from "../lib/target.ts";
 import { MERGE_PATCH_JSON } from "../lib/body.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
 import { corsMiddleware } from "./cors.ts";
 import { gateMiddleware } from "./gate.ts";
 import { pageHeaders } from "./secure_headers.ts";
 import { rpcRoutes } from "../rpc/http_routes.ts";
+import { requires } from "../lib/access.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
 import type { ResultCache } from "../graphql/result_cache.ts";
@@ -43,6 +45,8 @@ export interface AppDeps {
 /** Builds the HTTP application: REST routes, OpenAPI document, probes, error rendering. */
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
+    // The path the entry made canonical: the router matches the string the gate decided on.
+    getPath: (request, options) => (options?.env as AppEnv["Bindings"])?.path ?? pathOf(request),
     defaultHook: (result) => {
       if (!result.success) {
         throw invalidInput(result.target, result.error.issues);
@@ -84,7 +88,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
       "need books:read with AUTH_BOOKS=required. 401 `unauthorized`, 403 `forbidden` and, with " +
       "RATE_LIMIT, 429 `rate-limited` may answer any operation.",
   });
-  app.doc31("/openapi.json", {
+  const documentConfig: Parameters<typeof app.getOpenAPI31Document>[0] = {
     openapi: "3.1.0",
     // A token is optional: whether an operation needs one depends on the configuration.
     security: [{ bearerAuth: [] }, {}],
@@ -98,6 +102,12 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
         "Accept, or in Content-Type of a write) is version 2, which changes only PUT on an " +
         "address (RFC 9110 semantics). Entry point: `GET /`.",
     },
+  };
+  // Built once, on first request, when every route is registered: the document does not change.
+  let document: string | undefined;
+  app.get("/openapi.json", requires("public"), () => {
+    document ??= JSON.stringify(app.getOpenAPI31Document(documentConfig));
+    return new Response(document, { headers: { "content-type": "application/json" } });
   });
 
   app.notFound((c) => routeNotFound(app, c));
@@ -105,8 +115,19 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   return app;
 }
 
+/**
+ * Without the entry (`app.request()`): the canonical path, or the raw one, which the router
+ * matches as it is (no route has a percent-encoding, a fragment or a dot segment).
+ */
+function pathOf(request: Request): string {
+  return canonicalPath(request.url, request.headers.get("host")) ?? rawPathOf(request.url);
+}
+
 function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
-  const allow = allowedMethods(app.routes, c.req.path);
+  // A refusal handed on for a route to render (RPC) must not turn into a 404 when none runs.
+  const refusal = c.get("refusal");
+  if (refusal !== undefined) return renderAppError(c, refusal);
+  const allow = allowedMethods(app.router, c.req.path);
   if (allow.length === 0) {
     return renderAppError(c, new AppError("route-not-found", `No route matches ${c.req.path}.`));
   }

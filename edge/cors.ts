@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { AppEnv } from "../lib/app_env.ts";
+import type { Handler } from "./front.ts";
 
 /** Request headers a browser may send cross-origin (design.md, "Browsers"). */
 export const CORS_ALLOW_HEADERS = [
@@ -50,4 +51,25 @@ export function corsMiddleware(origins: "*" | string[]): MiddlewareHandler<AppEn
     if (origin === undefined || (allowed !== undefined && !allowed.has(origin))) return next();
     return handler(c, next);
   };
+}
+
+/**
+ * Adds `Vary: Origin` to every answer (design.md, "Browsers"): with CORS on, what a response
+ * carries depends on the request's Origin, and a cache must not give one origin's answer (or a
+ * same-origin one, which has no CORS headers) to another.
+ */
+export function withVaryOrigin(handler: Handler): Handler {
+  return (request, info) => {
+    const response = handler(request, info);
+    return response instanceof Promise ? response.then(varyOrigin) : varyOrigin(response);
+  };
+}
+
+function varyOrigin(response: Response): Response {
+  const vary = response.headers.get("vary");
+  if (vary === null) response.headers.set("vary", "Origin");
+  else if (!/(^|,)\s*(origin|\*)\s*(,|$)/i.test(vary)) {
+    response.headers.set("vary", `${vary}, Origin`);
+  }
+  return response;
 }

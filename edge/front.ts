@@ -1,12 +1,10 @@
-/** A Deno.serve handler: the app's `fetch`, or something placed in front of it. */
+import type { Admission } from "../lib/admission.ts";
+
+/** A Deno.serve handler: what a listener (or a host such as `deno serve`) calls. */
 export type Handler = (
   request: Request,
   info: Deno.ServeHandlerInfo,
 ) => Response | Promise<Response>;
 
-/** The path of an absolute request URL, without query or fragment, as Hono matches it. */
-export function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  const query = url.indexOf("?", start);
-  return query === -1 ? url.slice(start) : url.slice(start, query);
-}
+/** A handler behind the entry: the answers in front of the router, then the app. */
+export type Inner = (request: Request, admission: Admission) => Response | Promise<Response>;

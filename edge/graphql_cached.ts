@@ -1,7 +1,8 @@
 import type { GraphqlConfig } from "../lib/config.ts";
 import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
-import { type Handler, pathOf } from "./front.ts";
+import type { Inner } from "./front.ts";
+import type { Admission } from "../lib/admission.ts";
 import { nameHttpSpan, TRACING } from "../lib/tracing.ts";
 import type { BookStore } from "../store/books.ts";
 import {
@@ -29,8 +30,8 @@ import type { ResultCache } from "../graphql/result_cache.ts";
  */
 export function withCachedGraphql(
   deps: { books: BookStore; logger: Logger; results: ResultCache; config: GraphqlConfig },
-  app: Handler,
-): Handler {
+  app: Inner,
+): Inner {
   const { books, logger, results } = deps;
   const bodyLimit = graphqlBodyLimit(deps.config);
   const maxDocumentBytes = deps.config.maxDocumentBytes;
@@ -47,7 +48,7 @@ export function withCachedGraphql(
     return key === undefined ? undefined : results.get(key, books.list());
   }
 
-  async function answer(request: Request, info: Deno.ServeHandlerInfo): Promise<Response> {
+  async function answer(request: Request, admission: Admission): Promise<Response> {
     const started = performance.now();
     const type = negotiateGraphqlType(request.headers.get("accept") ?? undefined);
     const length = Number(request.headers.get("content-length") ?? NaN);
@@ -55,7 +56,7 @@ export function withCachedGraphql(
       type === undefined || !isJsonRequest(request.headers.get("content-type")) ||
       !(length >= 0 && length <= bodyLimit)
     ) {
-      return app(request, info);
+      return app(request, admission);
     }
     const bytes = new Uint8Array(await request.arrayBuffer());
     const body = cached(decodeBody(bytes));
@@ -65,7 +66,7 @@ export function withCachedGraphql(
         headers: request.headers,
         body: bytes,
       });
-      return app(again, info);
+      return app(again, admission);
     }
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
     const response = dataResponse(body, type, requestId);
@@ -81,8 +82,8 @@ export function withCachedGraphql(
   }
 
   // Every other request passes through synchronously: no promise of this layer around the app's.
-  return (request, info) =>
-    request.method === "POST" && pathOf(request.url) === "/graphql"
-      ? answer(request, info)
-      : app(request, info);
+  return (request, admission) =>
+    request.method === "POST" && admission.path === "/graphql"
+      ? answer(request, admission)
+      : app(request, admission);
 }

@@ -2,7 +2,7 @@ import { type Logger, msSince } from "../lib/log.ts";
 import { requestIdFrom } from "../lib/request_id.ts";
 import { ID_PATTERN } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
-import { type Handler, pathOf } from "./front.ts";
+import type { Inner } from "./front.ts";
 import { acceptableJson } from "../lib/negotiate.ts";
 import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/conditional.ts";
 import { nameHttpSpan, TRACING } from "../lib/tracing.ts";
@@ -20,12 +20,12 @@ const BOOK_PATH = "/api/book/";
  * plain success (HEAD, an unknown id, an unacceptable `Accept`, a malformed id) goes to `app`,
  * so errors are still rendered in one place.
  */
-export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Handler): Handler {
+export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Inner): Inner {
   const { books, logger } = deps;
-  return (request, info) => {
-    if (request.method !== "GET") return app(request, info);
+  return (request, admission) => {
+    if (request.method !== "GET") return app(request, admission);
     const started = performance.now();
-    const path = pathOf(request.url);
+    const path = admission.path;
     let body: Uint8Array<ArrayBuffer> | undefined;
     let etag: string | undefined;
     if (path === "/rest/books") {
@@ -39,9 +39,9 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Ha
         etag = books.getEtag(Number(id));
       }
     }
-    if (body === undefined || etag === undefined) return app(request, info);
+    if (body === undefined || etag === undefined) return app(request, admission);
     const type = acceptableJson(request.headers.get("accept"));
-    if (type === undefined) return app(request, info);
+    if (type === undefined) return app(request, admission);
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
     // The ETags were computed once with the catalogue; If-None-Match makes it a 304.
     const response = conditionalJson(body, {

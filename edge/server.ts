@@ -1,10 +1,11 @@
 import type { Config } from "../lib/config.ts";
 import { createLogger, type Logger } from "../lib/log.ts";
 import { createApp } from "./app.ts";
-import type { Handler } from "./front.ts";
+import type { Handler, Inner } from "./front.ts";
 import { withHotReads } from "./hot_reads.ts";
 import { withCachedGraphql } from "./graphql_cached.ts";
-import { withGate } from "./gate.ts";
+import { httpEntry } from "./gate.ts";
+import { withVaryOrigin } from "./cors.ts";
 import { type Gate, openGate } from "../lib/gate.ts";
 import { createResultCache } from "../graphql/result_cache.ts";
 import { type GrpcListener, startGrpcListener } from "../rpc/grpc_listener.ts";
@@ -76,17 +77,18 @@ export async function openEdge(
     corsOrigins: config.corsOrigins,
   });
   const books = store.books;
+  const appFetch: Inner = (request, admission) => app.fetch(request, admission);
   const front = withHotReads(
     { books, logger },
     withCachedGraphql(
       { books, logger, results: graphqlResults, config: config.graphql },
-      app.fetch,
+      appFetch,
     ),
   );
-  // Decided once: with neither a gate nor CORS, requests go straight to the front answers.
-  const handler = gate === undefined && config.corsOrigins === undefined
-    ? front
-    : withGate({ gate, cors: config.corsOrigins !== undefined }, front, app.fetch);
+  const cors = config.corsOrigins !== undefined;
+  const entry = httpEntry({ gate, cors, router: app.router }, front, appFetch);
+  // Decided once: only with CORS on does every answer say that it varies by Origin.
+  const handler = cors ? withVaryOrigin(entry) : entry;
   return { handler, books, gate, kv };
 }
 

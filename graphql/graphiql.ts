@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { AppError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/app_env.ts";
+import { requires } from "../lib/access.ts";
 
 /** Where GraphiQL's files are served; every one comes from this server. */
 export const ASSET_PATH = "/graphql/assets";
@@ -105,7 +106,7 @@ function assetBytes(name: string): Promise<Uint8Array<ArrayBuffer>> | undefined 
 
 /** Serves GraphiQL's assets at `/graphql/assets/{name}`. */
 export function graphiqlAssetRoutes(app: Hono<AppEnv>): void {
-  app.get(`${ASSET_PATH}/:name`, async (c) => {
+  app.get(`${ASSET_PATH}/:name`, requires("public"), async (c) => {
     const name = c.req.param("name");
     const cacheControl = "public, max-age=3600";
     if (name === "init.js" || name === "page.css") {

@@ -3,7 +3,7 @@ import type { Hono } from "hono";
 import { type GraphqlConfig, loadConfig } from "../lib/config.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
-import { allowedMethods } from "../lib/allowed_methods.ts";
+import { allowedMethods } from "../lib/route_access.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import type { BookStore } from "../store/books.ts";
 import { graphiqlAssetRoutes, graphiqlPage } from "./graphiql.ts";
@@ -27,6 +27,7 @@ import {
 } from "./responses.ts";
 import { createResultCache, type ResultCache } from "./result_cache.ts";
 import { booksRoot, createBooksSchema } from "./schema.ts";
+import { requires } from "../lib/access.ts";
 
 /** What the GraphQL endpoint needs. */
 export interface GraphqlDeps {
@@ -64,7 +65,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const encoder = new TextEncoder();
   const bodyLimit = graphqlBodyLimit(config);
 
-  app.post("/graphql", async (c) => {
+  app.post("/graphql", requires("books:read"), async (c) => {
     const accept = c.req.header("accept");
     const negotiated = negotiateGraphqlType(accept);
     const type: GraphqlMediaType = negotiated ?? "application/json";
@@ -119,13 +120,13 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
     }
   });
 
-  app.get("/graphql", (c) => {
+  app.get("/graphql", requires("public"), (c) => {
     if (new URL(c.req.url).searchParams.has("query")) {
       return requestErrorResponse(
         new AppError(
           "method-not-allowed",
           "GraphQL operations are accepted over POST only (Content-Type: application/json).",
-          { headers: { allow: allowedMethods(app.routes, "/graphql").join(", ") } },
+          { headers: { allow: allowedMethods(app.router, "/graphql").join(", ") } },
         ),
         "application/json",
       );

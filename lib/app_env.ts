@@ -1,8 +1,11 @@
+import type { Admission } from "./admission.ts";
 import type { Caller } from "./caller.ts";
 import type { AppError } from "./errors.ts";
 
 /** Hono environment shared by every route: per-request variables set by middleware. */
 export interface AppEnv {
+  /** The entry's decision about the request (undefined in `app.request()` tests). */
+  Bindings: Admission | undefined;
   Variables: {
     requestId: string;
     /** Who is calling (set by the edge before any route runs). */

@@ -36,6 +36,8 @@ export class KeysUnavailableError extends Error {
 export interface Verifier {
   /** The identity in `token`, or a TokenError. Repeated tokens are answered from a cache. */
   verify(token: string): Identity | Promise<Identity>;
+  /** The identity of a token verified before and still cached, without checking anything. */
+  peek(token: string): Identity | undefined;
 }
 
 /** Options for tests: how the JWKS URL is refetched. */
@@ -116,15 +118,17 @@ export async function createVerifier(
     return identity;
   }
 
+  function peek(token: string): Identity | undefined {
+    const hit = cache.get(token);
+    if (hit === undefined) return undefined;
+    if (hit.until > Date.now()) return hit.identity;
+    cache.delete(token);
+    return undefined;
+  }
+
   return {
-    verify(token) {
-      const hit = cache.get(token);
-      if (hit !== undefined) {
-        if (hit.until > Date.now()) return hit.identity;
-        cache.delete(token);
-      }
-      return verifyNow(token);
-    },
+    verify: (token) => peek(token) ?? verifyNow(token),
+    peek,
   };
 }
 

@@ -11,6 +11,7 @@ import {
   type Verifier,
   type VerifierOptions,
 } from "./auth.ts";
+import type { Access } from "./access.ts";
 import { ANONYMOUS, type Caller } from "./caller.ts";
 import type { AuthConfig, RateLimitConfig } from "./config.ts";
 import { AppError } from "./errors.ts";
@@ -18,9 +19,11 @@ import { createRateLimiter, type RateLimiter } from "./rate_limit.ts";
 
 /** What the gate needs to know of a request. */
 export interface GateRequest {
-  method: string;
-  /** URL path without query (`/addresses/7`, `/books.v1.BooksService/books`). */
-  path: string;
+  /**
+   * What the route that will answer declares (lib/access.ts), found by the listener from the
+   * canonical request target: never from a path the gate parses itself.
+   */
+  access: Access;
   /** The `authorization` header or gRPC metadata. */
   authorization: string | null | undefined;
   /**
@@ -57,32 +60,24 @@ const CHALLENGE = `Bearer realm="${REALM}"`;
 const INVALID_TOKEN = `Bearer realm="${REALM}", error="invalid_token"`;
 const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]{1,8192})\s*$/i;
 
-/** Paths no gate applies to: probes must answer whatever the load or the credentials. */
-const EXEMPT = new Set(["/healthz", "/readyz", "/grpc.health.v1.Health/Check"]);
+const PROBE: Admitted = Object.freeze({ ok: true, caller: ANONYMOUS, headers: undefined });
 
 /**
- * The scope a request needs: undefined for public resources. Addresses always need one when
- * authentication is on; books only with `AUTH_BOOKS=required`.
+ * The scope a call needs with authentication on: undefined when none, "" for any valid token.
+ * Books are public unless `AUTH_BOOKS=required`.
  */
-export function requiredScope(
-  method: string,
-  path: string,
-  booksRequired: boolean,
-): string | undefined {
-  if (path === "/addresses" || path.startsWith("/addresses/")) {
-    if (method === "OPTIONS") return undefined; // says only which methods exist
-    return method === "GET" || method === "HEAD" ? "addresses:read" : "addresses:write";
+function scopeFor(access: Access, booksRequired: boolean): string | undefined {
+  switch (access) {
+    case "probe":
+    case "public":
+      return undefined;
+    case "books:read":
+      return booksRequired ? access : undefined;
+    case "authenticated":
+      return "";
+    default:
+      return access;
   }
-  if (!booksRequired) return undefined;
-  if (
-    path === "/rest/books" || path.startsWith("/api/book/") ||
-    path.startsWith("/books.v1.BooksService/") ||
-    // GET /graphql is the GraphiQL page (or a refusal); every operation is a POST.
-    (path === "/graphql" && method !== "GET" && method !== "HEAD" && method !== "OPTIONS")
-  ) {
-    return "books:read";
-  }
-  return undefined;
 }
 
 /**
@@ -108,31 +103,35 @@ export function createGate(parts: {
 }): Gate | undefined {
   const { verifier, limiter, booksRequired } = parts;
   if (verifier === undefined && limiter === undefined) return undefined;
+  const failures = createFailedTokens();
+
+  /** Takes a rate-limit token for the request; a refusal when the bucket is empty. */
+  function charge(
+    request: GateRequest,
+    identity: Identity | undefined,
+  ): { headers: Record<string, string> | undefined; refused?: Refused } {
+    if (limiter === undefined) return { headers: undefined };
+    const key = identity ? `sub:${identity.subject}` : `ip:${request.address()}`;
+    const rate = limiter.take(key);
+    const headers = {
+      "ratelimit-policy": limiter.policy,
+      "ratelimit": `"default";r=${rate.remaining};t=${rate.resetSeconds}`,
+    };
+    if (rate.allowed) return { headers };
+    const error = new AppError(
+      "rate-limited",
+      `Over the rate limit; retry in ${rate.retryAfter} s.`,
+      { retryAfter: rate.retryAfter, headers },
+    );
+    return { headers, refused: { ok: false, error } };
+  }
 
   function finish(
     request: GateRequest,
     identity: Identity | undefined,
     failure: AppError | undefined,
+    headers: Record<string, string> | undefined,
   ): Decision {
-    let headers: Record<string, string> | undefined;
-    if (limiter !== undefined) {
-      const key = identity ? `sub:${identity.subject}` : `ip:${request.address()}`;
-      const rate = limiter.take(key);
-      headers = {
-        "ratelimit-policy": limiter.policy,
-        "ratelimit": `"default";r=${rate.remaining};t=${rate.resetSeconds}`,
-      };
-      if (!rate.allowed) {
-        return {
-          ok: false,
-          error: new AppError(
-            "rate-limited",
-            `Over the rate limit; retry in ${rate.retryAfter} s.`,
-            { retryAfter: rate.retryAfter, headers },
-          ),
-        };
-      }
-    }
     if (failure !== undefined) {
       Object.assign(failure.headers, headers);
       return { ok: false, error: failure };
@@ -141,11 +140,11 @@ export function createGate(parts: {
       ? ANONYMOUS
       : { owner: identity.subject, subject: identity.subject, scopes: identity.scopes };
     if (verifier !== undefined) {
-      const scope = requiredScope(request.method, request.path, booksRequired);
+      const scope = scopeFor(request.access, booksRequired);
       if (scope !== undefined && identity === undefined) {
         return refuse("unauthorized", "This call needs a bearer token.", CHALLENGE, headers);
       }
-      if (scope !== undefined && !caller.scopes.has(scope)) {
+      if (scope && !caller.scopes.has(scope)) {
         return refuse(
           "forbidden",
           `This call needs the scope ${scope}.`,
@@ -157,27 +156,92 @@ export function createGate(parts: {
     return { ok: true, caller, headers };
   }
 
+  /** Charges the bucket of the identity (or the address), then decides. */
+  function settle(
+    request: GateRequest,
+    identity: Identity | undefined,
+    failure: AppError | undefined,
+  ): Decision {
+    const { headers, refused } = charge(request, identity);
+    return refused ?? finish(request, identity, failure, headers);
+  }
+
   return {
     decide(request) {
-      if (EXEMPT.has(request.path)) return { ok: true, caller: ANONYMOUS, headers: undefined };
+      if (request.access === "probe") return PROBE;
       const authorization = request.authorization;
-      if (verifier === undefined || !authorization) return finish(request, undefined, undefined);
+      if (verifier === undefined || !authorization) return settle(request, undefined, undefined);
       const token = BEARER.exec(authorization)?.[1];
       if (token === undefined) {
         const error = unauthorized("Send the token as Authorization: Bearer <token>.", CHALLENGE);
-        return finish(request, undefined, error);
+        return settle(request, undefined, error);
       }
+      const known = verifier.peek(token);
+      if (known !== undefined) return settle(request, known, undefined);
+      const failed = failures.get(token);
+      if (failed !== undefined) {
+        return settle(request, undefined, unauthorized(failed, INVALID_TOKEN));
+      }
+      // Cost before trust: a token not seen before is paid for from the client address's bucket
+      // before its signature is checked, so a client cannot spend the server's CPU on signatures
+      // past its rate limit. Its first request counts there, the later ones under its `sub`.
+      const { headers, refused } = charge(request, undefined);
+      if (refused !== undefined) return refused;
       let verified: Identity | Promise<Identity>;
       try {
         verified = verifier.verify(token);
       } catch (error) {
-        return finish(request, undefined, tokenFailure(error));
+        return finish(request, undefined, tokenFailure(error, token, failures), headers);
       }
-      if (!(verified instanceof Promise)) return finish(request, verified, undefined);
+      if (!(verified instanceof Promise)) return finish(request, verified, undefined, headers);
       return verified.then(
-        (identity) => finish(request, identity, undefined),
-        (error) => finish(request, undefined, tokenFailure(error)),
+        (identity) => finish(request, identity, undefined, headers),
+        (error) => finish(request, undefined, tokenFailure(error, token, failures), headers),
       );
+    },
+  };
+}
+
+/**
+ * Tokens that failed verification, remembered for a while so that a client repeating one costs
+ * a map lookup, not a signature check. Bounded by the bytes of the tokens kept: the oldest go
+ * first.
+ */
+interface FailedTokens {
+  get(token: string): string | undefined;
+  set(token: string, reason: string): void;
+}
+
+const FAILED_TOKEN_MS = 60_000;
+const FAILED_TOKEN_BYTES = 4 * 1024 * 1024;
+
+function createFailedTokens(): FailedTokens {
+  const entries = new Map<string, { reason: string; until: number }>();
+  let bytes = 0;
+  const cost = (token: string, reason: string) => token.length + reason.length + 64;
+  function drop(token: string) {
+    const entry = entries.get(token);
+    if (entry === undefined) return;
+    entries.delete(token);
+    bytes -= cost(token, entry.reason);
+  }
+  return {
+    get(token) {
+      const entry = entries.get(token);
+      if (entry === undefined) return undefined;
+      if (entry.until > Date.now()) return entry.reason;
+      drop(token);
+      return undefined;
+    },
+    set(token, reason) {
+      drop(token);
+      const size = cost(token, reason);
+      for (const oldest of entries.keys()) {
+        if (bytes + size <= FAILED_TOKEN_BYTES) break;
+        drop(oldest);
+      }
+      entries.set(token, { reason, until: Date.now() + FAILED_TOKEN_MS });
+      bytes += size;
     },
   };
 }
@@ -198,8 +262,11 @@ function refuse(
   };
 }
 
-function tokenFailure(error: unknown): AppError {
-  if (error instanceof TokenError) return unauthorized(error.message, INVALID_TOKEN);
+function tokenFailure(error: unknown, token: string, failures: FailedTokens): AppError {
+  if (error instanceof TokenError) {
+    failures.set(token, error.message);
+    return unauthorized(error.message, INVALID_TOKEN);
+  }
   if (error instanceof KeysUnavailableError) {
     // Not the client's fault: 503 with a retry hint, and nothing is cached.
     return new AppError("service-unavailable", error.message, { retryAfter: 5 });

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { MERGE_PATCH_JSON } from "../lib/body.ts";
 import { VENDOR_JSON, VENDOR_JSON_V2 } from "../lib/negotiate.ts";
+import { routeAccess } from "../lib/access.ts";
 import {
   CACHED_HEADERS,
   IfMatchSchema,
@@ -80,6 +81,7 @@ const unsupported = errorResponse("`unsupported-media-type`");
 
 /** POST /addresses */
 export const createAddress = createRoute({
+  ...routeAccess("addresses:write"),
   method: "post",
   path: "/addresses",
   summary: "Create an address (every request creates a new one, unless Idempotency-Key repeats)",
@@ -108,6 +110,7 @@ export const createAddress = createRoute({
 
 /** GET /addresses */
 export const listAddresses = createRoute({
+  ...routeAccess("addresses:read"),
   method: "get",
   path: "/addresses",
   summary: "List the caller's addresses by ascending id, one page at a time",
@@ -121,6 +124,7 @@ export const listAddresses = createRoute({
 
 /** GET /addresses/{id} */
 export const getAddress = createRoute({
+  ...routeAccess("addresses:read"),
   method: "get",
   path: "/addresses/{id}",
   summary: "Get one of the caller's addresses",
@@ -139,6 +143,7 @@ export const getAddress = createRoute({
 
 /** PUT /addresses/{id} */
 export const putAddress = createRoute({
+  ...routeAccess("addresses:write"),
   method: "put",
   path: "/addresses/{id}",
   summary: "Version 1: replace city and postal code, or create with a new id. Version 2: store " +
@@ -169,6 +174,7 @@ export const putAddress = createRoute({
 
 /** PATCH /addresses/{id} */
 export const patchAddress = createRoute({
+  ...routeAccess("addresses:write"),
   method: "patch",
   path: "/addresses/{id}",
   summary: "Change some members of an address (JSON Merge Patch, RFC 7396)",
@@ -196,6 +202,7 @@ export const patchAddress = createRoute({
 
 /** DELETE /addresses/{id} */
 export const deleteAddress = createRoute({
+  ...routeAccess("addresses:write"),
   method: "delete",
   path: "/addresses/{id}",
   summary: "Delete one of the caller's addresses",

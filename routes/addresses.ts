@@ -67,7 +67,8 @@ export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>)
   // zod-openapi validates a route's header schema on a copy of every request header; on the
   // busiest write the one header is read and checked here instead, against the same schema.
   // The route is documented whole; the validators it gets are those of its body.
-  app.openAPIRegistry.registerPath(createAddress);
+  const { middleware: _marker, ...documented } = createAddress;
+  app.openAPIRegistry.registerPath(documented);
   const createBody = {
     ...createAddress,
     hide: true,

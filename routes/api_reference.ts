@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/app_env.ts";
+import { requires } from "../lib/access.ts";
 
 /** Where the API reference's files are served; every one comes from this server. */
 export const REFERENCE_ASSETS = "/docs/assets";
@@ -62,14 +63,14 @@ function packageFile(name: string): Promise<Uint8Array<ArrayBuffer>> | undefined
 
 /** `GET /docs`: Swagger UI over `/openapi.json`, with its assets under `/docs/assets/`. */
 export function apiReferenceRoutes(app: OpenAPIHono<AppEnv>): void {
-  app.get("/docs", () =>
+  app.get("/docs", requires("public"), () =>
     new Response(PAGE, {
       headers: {
         "content-type": "text/html; charset=utf-8",
         "cache-control": "no-cache",
       },
     }));
-  app.get(`${REFERENCE_ASSETS}/:name`, async (c) => {
+  app.get(`${REFERENCE_ASSETS}/:name`, requires("public"), async (c) => {
     const name = c.req.param("name");
     const cacheControl = "public, max-age=3600";
     if (name === "init.js") {

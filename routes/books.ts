@@ -12,8 +12,10 @@ import type { BookStore } from "../store/books.ts";
 import { type AppEnv, preEncoded } from "../lib/app_env.ts";
 import { negotiateJson } from "../lib/negotiate.ts";
 import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/conditional.ts";
+import { routeAccess } from "../lib/access.ts";
 
 const listBooks = createRoute({
+  ...routeAccess("books:read"),
   method: "get",
   path: "/rest/books",
   summary: "List all books (ascending id)",
@@ -30,6 +32,7 @@ const listBooks = createRoute({
 });
 
 const getBook = createRoute({
+  ...routeAccess("books:read"),
   method: "get",
   path: "/api/book/{id}",
   summary: "Get one book",

@@ -3,10 +3,12 @@ import { AppError } from "../lib/errors.ts";
 import { errorResponse } from "../lib/schemas.ts";
 import type { Store } from "../store/store.ts";
 import type { AppEnv } from "../lib/app_env.ts";
+import { routeAccess } from "../lib/access.ts";
 
 const StatusSchema = z.object({ status: z.string() }).openapi("Status");
 
 const healthz = createRoute({
+  ...routeAccess("probe"),
   method: "get",
   path: "/healthz",
   summary: "Liveness: 200 while the process serves",
@@ -16,6 +18,7 @@ const healthz = createRoute({
 });
 
 const readyz = createRoute({
+  ...routeAccess("probe"),
   method: "get",
   path: "/readyz",
   summary: "Readiness: every listener serves, KV reachable, catalogue seeded, not shutting down",

@@ -3,6 +3,7 @@ import { type AppEnv, preEncoded } from "../lib/app_env.ts";
 import { jsonHeaders, negotiateJson } from "../lib/negotiate.ts";
 import { jsonContent } from "../lib/openapi.ts";
 import { errorResponse } from "../lib/schemas.ts";
+import { routeAccess } from "../lib/access.ts";
 
 const link = (href: string, title: string, templated = false) =>
   templated ? { href, title, templated } : { href, title };
@@ -28,6 +29,7 @@ const LinkSchema = z.object({
 });
 
 const entryPoint = createRoute({
+  ...routeAccess("public"),
   method: "get",
   path: "/",
   summary: "Entry point: links to every resource",

@@ -1,19 +1,43 @@
 import type http2 from "node:http2";
+import type { Access } from "../lib/access.ts";
+import { AppError } from "../lib/errors.ts";
 import type { Decision, Gate } from "../lib/gate.ts";
+import { canonicalRequestPath } from "../lib/target.ts";
 
 /** The gate's decision of a call: known at once, or pending while a token is verified. */
 export type PendingDecision = Decision | Promise<Decision>;
 
 type Take = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
 
-function pathOf(path: string | undefined): string {
-  const p = path ?? "/";
-  const query = p.indexOf("?");
-  return query === -1 ? p : p.slice(0, query);
-}
+/** What the service that answers a path declares ("authenticated" when none does). */
+export type AccessOfPath = (path: string) => Access;
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The refusal of a request target that is not canonical (lib/target.ts). */
+export function notCanonical(target: string): AppError {
+  return new AppError(
+    "invalid-parameter",
+    `The request target is not in canonical form (${target.slice(0, 100)}).`,
+  );
+}
+
+/**
+ * The gate's decision for a request target: the target made canonical first (a refusal when it
+ * is not), then what the service that answers its path declares.
+ */
+function decide(
+  gate: Gate,
+  accessOf: AccessOfPath,
+  target: string,
+  authorization: string | undefined,
+  address: () => string,
+): PendingDecision {
+  const path = canonicalRequestPath(target);
+  if (path === undefined) return { ok: false, error: notCanonical(target) };
+  return gate.decide({ access: accessOf(path), authorization, address });
 }
 
 /**
@@ -22,20 +46,23 @@ function first(value: string | string[] | undefined): string | undefined {
  * decision is recorded per stream; only a stream admitted at once (no token, or one verified
  * before) is offered to `take` (the fast path). Every other stream goes on to Connect at once,
  * whose interceptor awaits the decision and fails a refused call with the gate's error in the
- * client's protocol (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED).
+ * client's protocol (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED); a path no service
+ * handles gets the refusal from the listener's fallback.
  */
 export function gatedStreams(
   gate: Gate,
+  accessOf: AccessOfPath,
   decisions: WeakMap<object, PendingDecision>,
   take: Take,
 ): Take {
   return (stream, headers) => {
-    const decision = gate.decide({
-      method: first(headers[":method"]) ?? "POST",
-      path: pathOf(first(headers[":path"])),
-      authorization: first(headers.authorization),
-      address: () => stream.session?.socket?.remoteAddress ?? "",
-    });
+    const decision = decide(
+      gate,
+      accessOf,
+      first(headers[":path"]) ?? "/",
+      first(headers.authorization),
+      () => stream.session?.socket?.remoteAddress ?? "",
+    );
     decisions.set(stream, decision);
     return !(decision instanceof Promise) && decision.ok && take(stream, headers);
   };
@@ -47,6 +74,7 @@ export function gatedStreams(
  */
 export function gatedRequests(
   gate: Gate,
+  accessOf: AccessOfPath,
   decisions: WeakMap<object, PendingDecision>,
   serve: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
 ): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void {
@@ -55,12 +83,13 @@ export function gatedRequests(
     if (!decisions.has(key)) {
       decisions.set(
         key,
-        gate.decide({
-          method: req.method,
-          path: pathOf(req.url),
-          authorization: first(req.headers.authorization),
-          address: () => req.socket?.remoteAddress ?? "",
-        }),
+        decide(
+          gate,
+          accessOf,
+          req.url,
+          first(req.headers.authorization),
+          () => req.socket?.remoteAddress ?? "",
+        ),
       );
     }
     serve(req, res);

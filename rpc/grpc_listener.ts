@@ -13,8 +13,16 @@ import { gateKey, requestIdKey } from "./interceptor.ts";
 import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
 import { createGoawayFilter } from "./goaway_filter.ts";
 import { coalesceWrites, type NativeSession, nativeSession } from "./native_session.ts";
-import { APP_SERVICES, grpcListenerRoutes, handlerOptions, MAX_MESSAGE_BYTES } from "./router.ts";
-import { unknownMethod } from "./unknown_method.ts";
+import {
+  APP_SERVICES,
+  grpcListenerRoutes,
+  handlerOptions,
+  MAX_MESSAGE_BYTES,
+  procedureOf,
+  rpcAccess,
+} from "./router.ts";
+import type { Access } from "../lib/access.ts";
+import { answerUnrouted } from "./unknown_method.ts";
 import type { Decision, Gate } from "../lib/gate.ts";
 import { gatedRequests, gatedStreams, type PendingDecision } from "./gated.ts";
 
@@ -65,10 +73,16 @@ export async function startGrpcListener(
   // Connect's own handler of `books`, for the requests the fast path leaves to it: taken from
   // the adapter's router, so the service is registered once.
   let booksHandler: UniversalHandler | undefined;
+  // What each path's service declares, for the gate: taken from the same router that dispatches.
+  const access = new Map<string, Access>();
+  const accessOf = (path: string) => access.get(path) ?? "authenticated";
   const adapter = connectNodeAdapter({
     routes: (router) => {
       routes(router);
       booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_PATH);
+      for (const h of router.handlers) {
+        access.set(h.requestPath, rpcAccess(procedureOf(h.service, h.method)));
+      }
     },
     ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
     contextValues: (req) => {
@@ -79,7 +93,12 @@ export async function startGrpcListener(
       const decision = gate && decisions.get(("stream" in req && req.stream) || req);
       return decision === undefined ? values : values.set(gateKey, decision);
     },
-    fallback: unknownMethod,
+    fallback: (req, res) => {
+      const key = ("stream" in req && req.stream) || req;
+      answerUnrouted(req, res, gate && decisions.get(key)).catch((error) => {
+        logger.debug("grpc refusal not delivered", { error: String(error) });
+      });
+    },
   });
   // A response can end before the request body was read (a message over the limit, an unknown
   // method). The rest of the body is then read and dropped: left unread, it would hold the
@@ -97,7 +116,7 @@ export async function startGrpcListener(
     });
     adapter(req, res);
   };
-  const handler = gate === undefined ? serve : gatedRequests(gate, decisions, serve);
+  const handler = gate === undefined ? serve : gatedRequests(gate, accessOf, decisions, serve);
   const serverOptions: http2.ServerOptions = {
     settings: {
       maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
@@ -120,7 +139,10 @@ export async function startGrpcListener(
       return decision?.ok ? decision.headers : undefined;
     },
   });
-  streamsFirstTo(server, gate === undefined ? fastPath : gatedStreams(gate, decisions, fastPath));
+  streamsFirstTo(
+    server,
+    gate === undefined ? fastPath : gatedStreams(gate, accessOf, decisions, fastPath),
+  );
 
   const sessions = new Set<http2.ServerHttp2Session>();
   const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;

@@ -7,7 +7,8 @@ import type { Decision } from "../lib/gate.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import type { BookStore } from "../store/books.ts";
 import { gateKey, requestIdKey } from "./interceptor.ts";
-import { appRoutes, handlerOptions } from "./router.ts";
+import { appRoutes, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
+import { requires } from "../lib/access.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
 import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
@@ -28,7 +29,11 @@ export function rpcRoutes(
   });
   withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps.books)))(router);
   for (const handler of router.handlers) {
-    app.on(handler.allowedMethods, handler.requestPath, async (c) => {
+    const access = rpcAccess(procedureOf(handler.service, handler.method));
+    if (access === "authenticated") {
+      throw new Error(`no access declared for ${handler.requestPath}`);
+    }
+    app.on(handler.allowedMethods, handler.requestPath, requires(access), async (c) => {
       const request = c.req.raw;
       // Built by hand rather than with Connect's universalServerRequestFromFetch: that one reads
       // `request.signal`, which Deno.serve aborts after every successful response (with a
@@ -39,7 +44,7 @@ export function rpcRoutes(
         url: request.url,
         header: request.headers,
         body: request.body ?? EMPTY_BODY,
-        signal: disconnectSignal(c.env),
+        signal: disconnectSignal(c.env?.info),
         contextValues: createContextValues()
           .set(requestIdKey, c.get("requestId"))
           .set(gateKey, refusalOf(c.get("refusal"))),
@@ -81,9 +86,8 @@ const EMPTY_BODY: AsyncIterable<Uint8Array> = {
 };
 
 /** Aborts when the response could not be delivered (Deno.serve's `completed` rejects). */
-function disconnectSignal(env: unknown): AbortSignal {
+function disconnectSignal(info: Deno.ServeHandlerInfo | undefined): AbortSignal {
   const controller = new AbortController();
-  const completed = (env as { completed?: Promise<void> } | undefined)?.completed;
-  completed?.catch(() => controller.abort());
+  info?.completed.catch(() => controller.abort());
   return controller.signal;
 }

@@ -1,5 +1,6 @@
 import type { ConnectRouter, ConnectRouterOptions } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import type { Access } from "../lib/access.ts";
 import type { Logger } from "../lib/log.ts";
 import type { BookStore } from "../store/books.ts";
 import { booksService } from "./books_service.ts";
@@ -23,6 +24,31 @@ export const STANDARD_SERVICES = [
   reflectionV1.ServerReflection,
   reflectionV1alpha.ServerReflection,
 ] as const;
+
+/**
+ * What each call needs from its caller (lib/access.ts), declared with the services: the
+ * application's books like REST's, the health check as a probe (answered whatever the load or
+ * the credentials), health watches and reflection public. A method not listed here is refused
+ * like a path no service handles.
+ */
+const ACCESS: ReadonlyMap<string, Exclude<Access, "authenticated">> = new Map([
+  [procedureOf(BooksService, BooksService.method.books), "books:read"],
+  [procedureOf(Health, Health.method.check), "probe"],
+  [procedureOf(Health, Health.method.watch), "public"],
+  ...[reflectionV1.ServerReflection, reflectionV1alpha.ServerReflection].map((service) =>
+    [procedureOf(service, service.method.serverReflectionInfo), "public"] as const
+  ),
+]);
+
+/** `package.Service/method`: a call's name, its path without the leading `/`. */
+export function procedureOf(service: { typeName: string }, method: { name: string }): string {
+  return `${service.typeName}/${method.name}`;
+}
+
+/** The access a procedure (`package.Service/method`) declares; "authenticated" when none. */
+export function rpcAccess(procedure: string): Exclude<Access, "authenticated"> | "authenticated" {
+  return ACCESS.get(procedure) ?? "authenticated";
+}
 
 /** Handler options shared by both ports: limits, error rendering, graceful shutdown. */
 export function handlerOptions(options: {

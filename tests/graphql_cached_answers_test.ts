@@ -6,7 +6,7 @@ import { createLogger } from "../lib/log.ts";
 import { createApp } from "../edge/app.ts";
 import { createBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
-import { catalogueOnly, see } from "./support/answers.ts";
+import { catalogueOnly, entryOf, see } from "./support/answers.ts";
 
 const BOOKS = "{ books { title year author { firstName lastName } } }";
 
@@ -28,13 +28,16 @@ Deno.test("cached GraphQL results answered in front of the app are the app's ans
   const results = createResultCache();
   const hotApp = createApp({ ...deps, graphqlResults: results });
   const listen = { port: 0, hostname: "127.0.0.1", onListen: () => {} };
-  const plain = Deno.serve(listen, plainApp.fetch);
+  const plain = Deno.serve(listen, entryOf(plainApp));
   let appCalls = 0;
-  const counted = (request: Request, info: Deno.ServeHandlerInfo) => {
-    appCalls++;
-    return hotApp.fetch(request, info);
-  };
-  const hot = Deno.serve(listen, withCachedGraphql({ books, logger, results, config }, counted));
+  const hot = Deno.serve(
+    listen,
+    entryOf(
+      hotApp,
+      (inner) => withCachedGraphql({ books, logger, results, config }, inner),
+      () => appCalls++,
+    ),
+  );
   const plainUrl = `http://127.0.0.1:${plain.addr.port}/graphql`;
   const hotUrl = `http://127.0.0.1:${hot.addr.port}/graphql`;
   const big = JSON.stringify({ query: BOOKS, variables: { pad: "x".repeat(2 * 65536) } });

@@ -1,3 +1,4 @@
+import { entryOf } from "./support/answers.ts";
 import assert from "node:assert/strict";
 import { toJson } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -427,7 +428,7 @@ Deno.test("an unexpected resolver failure is masked, logged with the request id"
   const lines: string[] = [];
   const logger = createLogger({ write: (text) => lines.push(text) });
   const app = createApp({ store: storeWithFailingBook(), logger, maxBodyBytes: 1024 });
-  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, app.fetch);
+  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, entryOf(app));
   try {
     const base = `http://127.0.0.1:${http.addr.port}`;
     for (const accept of ["application/json", GRAPHQL_RESPONSE]) {

@@ -4,7 +4,7 @@ import { createApp } from "../edge/app.ts";
 import { withHotReads } from "../edge/hot_reads.ts";
 import { createBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
-import { catalogueOnly, see } from "./support/answers.ts";
+import { catalogueOnly, entryOf, see } from "./support/answers.ts";
 
 Deno.test("the hot catalogue reads answer exactly as the app does", async (t) => {
   const books = createBookStore(await readCatalogue(DEFAULT_BOOKS));
@@ -12,13 +12,12 @@ Deno.test("the hot catalogue reads answer exactly as the app does", async (t) =>
   const logger = createLogger({ write: (text) => lines.push(text) });
   const app = createApp({ store: catalogueOnly(books), logger, maxBodyBytes: 1024 });
   const listen = { port: 0, hostname: "127.0.0.1", onListen: () => {} };
-  const plain = Deno.serve(listen, app.fetch);
+  const plain = Deno.serve(listen, entryOf(app));
   let appCalls = 0;
-  const counted = (request: Request, info: Deno.ServeHandlerInfo) => {
-    appCalls++;
-    return app.fetch(request, info);
-  };
-  const hot = Deno.serve(listen, withHotReads({ books, logger }, counted));
+  const hot = Deno.serve(
+    listen,
+    entryOf(app, (inner) => withHotReads({ books, logger }, inner), () => appCalls++),
+  );
   const plainUrl = `http://127.0.0.1:${plain.addr.port}`;
   const hotUrl = `http://127.0.0.1:${hot.addr.port}`;
   try {

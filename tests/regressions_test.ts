@@ -3,6 +3,7 @@
  * see docs/fuzzing.md) and fixed. The test name says what broke; the comment says how it was
  * found (with the fuzz seed when a fuzzer found it).
  */
+import { entryOf } from "./support/answers.ts";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import http2 from "node:http2";
@@ -119,7 +120,7 @@ Deno.test("a framework HTTPException is rendered by the error model with its sta
     });
     throw new HTTPException(status as 400, { message: "Framework says no", res });
   });
-  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, app.fetch);
+  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, entryOf(app));
   const base = `http://127.0.0.1:${http.addr.port}`;
   try {
     const expected: [number, string][] = [

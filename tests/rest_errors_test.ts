@@ -1,3 +1,4 @@
+import { entryOf } from "./support/answers.ts";
 import assert from "node:assert/strict";
 import { createLogger } from "../lib/log.ts";
 import { createApp } from "../edge/app.ts";
@@ -402,7 +403,7 @@ Deno.test("an unexpected failure is a 500 with the default body and no internals
   const lines: string[] = [];
   const logger = createLogger({ write: (text) => lines.push(text) });
   const app = createApp({ store: brokenStore(), logger, maxBodyBytes: 1024 });
-  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, app.fetch);
+  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, entryOf(app));
   const res = await fetch(`http://127.0.0.1:${http.addr.port}/addresses/5`);
   assert.equal(res.status, 500);
   assert.equal(res.headers.get("content-type"), "application/json");

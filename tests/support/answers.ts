@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Store } from "../../store/store.ts";
+import type { AppEnv } from "../../lib/app_env.ts";
+import type { Handler, Inner } from "../../edge/front.ts";
+import { httpEntry } from "../../edge/gate.ts";
 
 /** A store with the catalogue only: for tests of the read paths, which never touch addresses. */
 export function catalogueOnly(books: Store["books"]): Store {
@@ -39,4 +43,24 @@ export async function see(url: string, init: RequestInit): Promise<Seen> {
     delete headers["x-request-id"];
   }
   return { status: res.status, headers, body: await res.text() };
+}
+
+/**
+ * The HTTP entry as production composes it (edge/gate.ts, without a gate), over `app` and,
+ * when given, answers placed in front of it (`front` receives the app as it is called).
+ */
+export function entryOf(
+  app: OpenAPIHono<AppEnv>,
+  front?: (inner: Inner) => Inner,
+  onApp?: () => void,
+): Handler {
+  const inner: Inner = (request, admission) => {
+    onApp?.();
+    return app.fetch(request, admission);
+  };
+  return httpEntry(
+    { gate: undefined, cors: false, router: app.router },
+    front ? front(inner) : inner,
+    inner,
+  );
 }

@@ -1,0 +1,58 @@
+import type { MiddlewareHandler } from "hono";
+
+/** Scopes a token may grant (design.md, "Authentication and ownership"). */
+export type Scope = "books:read" | "addresses:read" | "addresses:write";
+
+/**
+ * What a route needs from its caller, declared where the route is defined:
+ * - `probe`: nothing, not even a rate-limit token (liveness, readiness, gRPC health);
+ * - `public`: no token (a bad one is still refused), rate-limited;
+ * - `books:read`: public unless `AUTH_BOOKS=required`, which then needs the scope;
+ * - `addresses:read`, `addresses:write`: a token with that scope when authentication is on;
+ * - `authenticated`: any valid token. Not declared by routes: it is what the gate asks of a
+ *   request no route takes (deny by default), unless every route of its path is public.
+ */
+export type Access = "probe" | "public" | Scope | "authenticated";
+
+/** A route's declaration: a Hono handler that does nothing but carry the access. */
+export type AccessMarker = MiddlewareHandler & { readonly access: Access };
+
+/** The access a handler declares, if it is a marker. */
+export function accessOf(handler: unknown): Access | undefined {
+  return typeof handler === "function" ? (handler as Partial<AccessMarker>).access : undefined;
+}
+
+/**
+ * The declaration placed in a route's handler chain (`app.get(path, requires("public"), …)`).
+ * The gate finds it by asking the app's router which route answers a request, so what the gate
+ * decides on and what the router dispatches are the same route. It costs one `next()`.
+ */
+export function requires(access: Exclude<Access, "authenticated">): AccessMarker {
+  const marker: MiddlewareHandler = (_c, next) => next();
+  return Object.assign(marker, { access });
+}
+
+/** OpenAPI `security` of an operation with this access (scheme `bearerAuth`). */
+export function securityOf(access: Exclude<Access, "authenticated">): Record<string, string[]>[] {
+  switch (access) {
+    case "probe":
+    case "public":
+      return [];
+    case "books:read":
+      // Optional: only `AUTH_BOOKS=required` asks for it.
+      return [{}, { bearerAuth: [access] }];
+    default:
+      return [{ bearerAuth: [access] }];
+  }
+}
+
+/**
+ * Both halves of a zod-openapi route's declaration, spread into `createRoute`: the marker the
+ * gate reads (`middleware`, left out of the document) and the `security` the document shows.
+ */
+export function routeAccess(access: Exclude<Access, "authenticated">): {
+  middleware: AccessMarker;
+  security: Record<string, string[]>[];
+} {
+  return { middleware: requires(access), security: securityOf(access) };
+}
