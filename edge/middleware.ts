@@ -63,7 +63,8 @@ export function jsonObjectBody(limit: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const method = c.req.method;
     const types = bodyTypesFor(method);
-    if (types === undefined) return next();
+    // A request no route takes is a 404 or 405 whatever its body.
+    if (types === undefined || !matchedRoutes(c).some((r) => r.method !== "ALL")) return next();
     const type = c.req.header("content-type");
     if (!isBodyTypeFor(method, type)) {
       const wanted = types.join(" or ");

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { SignJWT } from "jose";
 import { fuzz } from "./support/fuzz.ts";
-import { body, headers, method, path } from "./support/fuzz_http.ts";
+import { body, headers, method, path, pathSpelling } from "./support/fuzz_http.ts";
 import {
   type Address,
   applyWrite,
@@ -105,7 +105,8 @@ function neededScope(method: string, route: string): string | undefined {
 
 const gateCase = fc.record({
   method,
-  path,
+  // Other spellings too, as far as fetch sends them (tests/fuzz_spelling_test.ts sends them raw).
+  path: fc.oneof({ weight: 4, arbitrary: path }, { weight: 1, arbitrary: pathSpelling() }),
   headers,
   body,
   token: tokenSpec,

@@ -365,3 +365,129 @@ export const httpCase: fc.Arbitrary<HttpCase> = fc.record({
     ? { method, path, headers }
     : { method, path, headers, body }
 );
+
+/** One concrete path of every route the HTTP port has, as the router spells it. */
+export const ROUTED_PATHS = [
+  "/",
+  "/rest/books",
+  "/api/book/1",
+  "/addresses",
+  "/addresses/1",
+  "/graphql",
+  "/graphql/assets/init.js",
+  "/openapi.json",
+  "/docs",
+  "/docs/errors",
+  "/docs/assets/init.js",
+  "/healthz",
+  "/readyz",
+  "/books.v1.BooksService/books",
+] as const;
+
+/** Names every plain object inherits: a lookup keyed by user input must not find them. */
+export const PROTOTYPE_NAMES = [
+  "constructor",
+  "__proto__",
+  "toString",
+  "hasOwnProperty",
+  "valueOf",
+  "isPrototypeOf",
+  "propertyIsEnumerable",
+  "__defineGetter__",
+  "prototype",
+] as const;
+
+type Respelling =
+  | { kind: "encode"; at: number; lower: boolean }
+  | { kind: "fragment"; at: number; suffix: string }
+  | { kind: "dot"; at: number; form: string }
+  | { kind: "double-slash"; at: number }
+  | { kind: "case"; at: number; whole: boolean }
+  | { kind: "trailing-slash" }
+  | { kind: "prototype"; name: string; replace: boolean }
+  | { kind: "backslash"; at: number };
+
+const respelling: fc.Arbitrary<Respelling> = fc.oneof(
+  fc.record({ kind: fc.constant("encode" as const), at: fc.nat(), lower: fc.boolean() }),
+  fc.record({
+    kind: fc.constant("fragment" as const),
+    at: fc.nat(),
+    suffix: fc.constantFrom("", "x", "/../addresses", "?a=1", "#"),
+  }),
+  fc.record({
+    kind: fc.constant("dot" as const),
+    at: fc.nat(),
+    form: fc.constantFrom("./", "../", "x/../", ".", "..", "%2e/", "%2E%2E/"),
+  }),
+  fc.record({ kind: fc.constant("double-slash" as const), at: fc.nat() }),
+  fc.record({ kind: fc.constant("case" as const), at: fc.nat(), whole: fc.boolean() }),
+  fc.record({ kind: fc.constant("trailing-slash" as const) }),
+  fc.record({
+    kind: fc.constant("prototype" as const),
+    name: fc.constantFrom(...PROTOTYPE_NAMES),
+    replace: fc.boolean(),
+  }),
+  fc.record({ kind: fc.constant("backslash" as const), at: fc.nat() }),
+);
+
+function slashes(path: string): number[] {
+  const at: number[] = [];
+  for (let i = 0; i < path.length; i++) if (path[i] === "/") at.push(i);
+  return at;
+}
+
+function respell(path: string, edit: Respelling): string {
+  switch (edit.kind) {
+    case "encode": {
+      const i = edit.at % path.length;
+      const hex = path.charCodeAt(i).toString(16).padStart(2, "0");
+      return `${path.slice(0, i)}%${edit.lower ? hex : hex.toUpperCase()}${path.slice(i + 1)}`;
+    }
+    case "fragment": {
+      const i = edit.at % (path.length + 1);
+      return `${path.slice(0, i)}#${edit.suffix}${path.slice(i)}`;
+    }
+    case "dot": {
+      const at = slashes(path);
+      const i = at[edit.at % at.length]! + 1;
+      return `${path.slice(0, i)}${edit.form}${path.slice(i)}`;
+    }
+    case "double-slash": {
+      const at = slashes(path);
+      const i = at[edit.at % at.length]!;
+      return `${path.slice(0, i)}/${path.slice(i)}`;
+    }
+    case "case": {
+      if (edit.whole) return path.toUpperCase();
+      const i = edit.at % path.length;
+      const c = path[i]!;
+      const flipped = c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase();
+      return `${path.slice(0, i)}${flipped}${path.slice(i + 1)}`;
+    }
+    case "trailing-slash":
+      return `${path}/`;
+    case "prototype": {
+      if (!edit.replace) return `${path === "/" ? "" : path}/${edit.name}`;
+      return `${path.slice(0, path.lastIndexOf("/") + 1)}${edit.name}`;
+    }
+    case "backslash": {
+      const at = slashes(path);
+      const i = at[edit.at % at.length]!;
+      return `${path.slice(0, i)}\\${path.slice(i + 1)}`;
+    }
+  }
+}
+
+/**
+ * Other spellings of routed paths (`paths`, default every route): percent-encodings of any
+ * character, fragments, dot segments, doubled slashes, case and trailing-slash variants,
+ * `Object.prototype` names as segments, backslashes; sometimes none (the path as routed), and
+ * sometimes with a query. Sent verbatim (tests/support/raw_http.ts): `fetch` would normalise some.
+ */
+export function pathSpelling(paths: readonly string[] = ROUTED_PATHS): fc.Arbitrary<string> {
+  return fc.tuple(
+    fc.constantFrom(...paths),
+    fc.array(respelling, { minLength: 0, maxLength: 3 }),
+    fc.constantFrom("", "", "", "?limit=1", "?x=%2e%2e", "?a#b"),
+  ).map(([path, edits, query]) => edits.reduce(respell, path) + query);
+}

@@ -1,0 +1,157 @@
+/**
+ * Clients that send a request target exactly as written, which `fetch` does not (it resolves
+ * dot segments, drops fragments and re-encodes): HTTP/1.1 over a plain socket and HTTP/2 with
+ * prior knowledge (h2c) through node:http2. For tests of how the server reads odd spellings.
+ */
+import http2 from "node:http2";
+
+/** What came back, as the tests compare it. */
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+/** A request with its target verbatim (`/%61ddresses`, `/addresses#`, `/a/../b`). */
+export interface RawRequest {
+  method: string;
+  target: string;
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Sends one HTTP/1.1 request on a new connection (`Connection: close`) and reads the answer. */
+export async function rawHttp1(base: string, request: RawRequest): Promise<RawResponse> {
+  const { hostname, port, host } = new URL(base);
+  const conn = await Deno.connect({ hostname, port: Number(port) });
+  try {
+    const body = typeof request.body === "string" ? encoder.encode(request.body) : request.body;
+    let head = `${request.method} ${request.target} HTTP/1.1\r\nhost: ${host}\r\n` +
+      "connection: close\r\n";
+    for (const [name, value] of Object.entries(request.headers ?? {})) {
+      head += `${name}: ${value}\r\n`;
+    }
+    if (body !== undefined) head += `content-length: ${body.byteLength}\r\n`;
+    await writeAll(conn, encoder.encode(head + "\r\n"));
+    if (body !== undefined) await writeAll(conn, body);
+    const bytes = await readAll(conn);
+    return parseResponse(bytes, request.method === "HEAD");
+  } finally {
+    try {
+      conn.close();
+    } catch { /* closed by the server */ }
+  }
+}
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  for (let written = 0; written < bytes.byteLength;) {
+    written += await conn.write(bytes.subarray(written));
+  }
+}
+
+async function readAll(conn: Deno.Conn): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  const buffer = new Uint8Array(64 * 1024);
+  for (;;) {
+    let n: number | null;
+    try {
+      n = await conn.read(buffer);
+    } catch {
+      break; // reset by the server after its answer
+    }
+    if (n === null) break;
+    chunks.push(buffer.slice(0, n));
+  }
+  const all = new Uint8Array(chunks.reduce((sum, c) => sum + c.byteLength, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return all;
+}
+
+function parseResponse(bytes: Uint8Array, isHead: boolean): RawResponse {
+  const text = decoder.decode(bytes);
+  const end = text.indexOf("\r\n\r\n");
+  if (end === -1) {
+    throw new Error(`no complete response head: ${JSON.stringify(text.slice(0, 200))}`);
+  }
+  const [statusLine, ...lines] = text.slice(0, end).split("\r\n");
+  const status = Number(/^HTTP\/1\.[01] ([0-9]{3})/.exec(statusLine!)?.[1]);
+  const headers = new Headers();
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+  }
+  let body = isHead ? "" : text.slice(end + 4);
+  if (headers.get("transfer-encoding")?.includes("chunked")) body = dechunk(body);
+  return { status, headers, body };
+}
+
+function dechunk(text: string): string {
+  let out = "";
+  for (let at = 0;;) {
+    const eol = text.indexOf("\r\n", at);
+    if (eol === -1) return out;
+    const size = parseInt(text.slice(at, eol), 16);
+    if (!(size > 0)) return out;
+    out += text.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+  }
+}
+
+/** One HTTP/2 cleartext connection that sends `:path` as written. */
+export interface H2Client {
+  request(request: RawRequest): Promise<RawResponse>;
+  close(): void;
+}
+
+/**
+ * Opens an h2c connection (prior knowledge) to `base`, and a new one whenever the server ended
+ * the last (an HTTP/2 stack may answer a malformed `:path` with a connection error).
+ */
+export function h2c(base: string): H2Client {
+  let session: http2.ClientHttp2Session | undefined;
+  function current(): http2.ClientHttp2Session {
+    if (session === undefined || session.destroyed || session.closed) {
+      session = http2.connect(base);
+      session.on("error", () => {});
+    }
+    return session;
+  }
+  return {
+    request(request) {
+      return new Promise((resolve, reject) => {
+        const stream = current().request({
+          ":method": request.method,
+          ":path": request.target,
+          ...request.headers,
+        }, { endStream: request.body === undefined });
+        let status = 0;
+        const headers = new Headers();
+        let body = "";
+        stream.setEncoding("utf8");
+        stream.on("response", (h) => {
+          status = Number(h[":status"]);
+          for (const [name, value] of Object.entries(h)) {
+            if (!name.startsWith(":") && value !== undefined) headers.set(name, String(value));
+          }
+        });
+        stream.on("trailers", (h) => {
+          for (const [name, value] of Object.entries(h)) {
+            if (value !== undefined) headers.set(name, String(value));
+          }
+        });
+        stream.on("data", (chunk: string) => (body += chunk));
+        stream.on("end", () => resolve({ status, headers, body }));
+        stream.on("error", reject);
+        if (request.body !== undefined) stream.end(request.body);
+      });
+    },
+    close: () => session?.close(),
+  };
+}
