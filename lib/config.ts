@@ -30,7 +30,10 @@ const ConfigSchema = z.object({
     "must be at least 32 bytes",
   ).optional(),
   AUTH_JWKS_FILE: z.string().min(1).optional(),
-  AUTH_JWKS_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
+  AUTH_JWKS_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).refine(
+    (url) => url.startsWith("https:") || isLoopbackUrl(url),
+    "must be an https URL (http only on a loopback host)",
+  ).optional(),
   AUTH_ISSUER: z.string().min(1).optional(),
   AUTH_AUDIENCE: z.string().min(1).optional(),
   AUTH_BOOKS: z.enum(["public", "required"], "must be public or required").default("public"),
@@ -60,6 +63,16 @@ function validOrigins(value: string): boolean {
       return false;
     }
   });
+}
+
+/**
+ * True for a URL whose host is this machine's loopback (127.0.0.0/8, ::1, localhost): keys
+ * fetched from there over plain http never cross a network.
+ */
+function isLoopbackUrl(url: string): boolean {
+  // The URL parser normalises 127.1, 0x7f.0.0.1 and [0:0:0:0:0:0:0:1] to their usual forms.
+  const host = new URL(url).hostname;
+  return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /** Validated server configuration. */
@@ -161,6 +174,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         "invalid AUTH_BOOKS=required: needs AUTH_JWT_SECRET, AUTH_JWKS_FILE or AUTH_JWKS_URL",
       );
     }
+  }
+  // An identity provider signs tokens for many clients: without an audience, any token it
+  // issued for any of them would be accepted here.
+  if ((c.AUTH_JWKS_FILE ?? c.AUTH_JWKS_URL) !== undefined && c.AUTH_AUDIENCE === undefined) {
+    throw new ConfigError(
+      "invalid AUTH_AUDIENCE: required with AUTH_JWKS_FILE or AUTH_JWKS_URL " +
+        "(an identity provider signs tokens for many clients)",
+    );
+  }
+  if (c.AUTH_JWKS_URL !== undefined && c.AUTH_ISSUER === undefined) {
+    throw new ConfigError("invalid AUTH_ISSUER: required with AUTH_JWKS_URL");
   }
   const rate = c.RATE_LIMIT?.split("/");
   const origins = c.CORS_ORIGINS?.trim();
