@@ -150,6 +150,11 @@ function identityOf(payload: JWTPayload): Identity {
   if (typeof payload.sub !== "string" || payload.sub === "") {
     throw new TokenError("The token's sub claim must be a non-empty string.");
   }
+  // The sub is a KV key part (the owner), and KV encodes key strings as UTF-8, which replaces a
+  // lone surrogate with U+FFFD: "\ud800" would share the keys of "\ufffd".
+  if (!payload.sub.isWellFormed()) {
+    throw new TokenError("The token's sub claim must be well-formed Unicode.");
+  }
   const scopes = new Set<string>();
   const { scope, scp } = payload as { scope?: unknown; scp?: unknown };
   if (typeof scope === "string") { for (const s of scope.split(" ")) if (s) scopes.add(s); }
