@@ -123,7 +123,8 @@ export interface RateLimitConfig {
   windowSeconds: number;
 }
 
-const WINDOW_SECONDS: Record<string, number> = { s: 1, min: 60, h: 3600 };
+// A Map, like every table looked up by a string from outside (here the validated unit).
+const WINDOW_SECONDS = new Map([["s", 1], ["min", 60], ["h", 3600]]);
 
 /** GraphQL settings (`GRAPHQL_*`). */
 export interface GraphqlConfig {
@@ -221,7 +222,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     rateLimit: rate === undefined
       ? undefined
-      : { limit: Number(rate[0]), windowSeconds: WINDOW_SECONDS[rate[1]!]! },
+      : { limit: Number(rate[0]), windowSeconds: WINDOW_SECONDS.get(rate[1]!)! },
     corsOrigins: origins === undefined
       ? undefined
       : origins === "*"
