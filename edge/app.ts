@@ -38,6 +38,8 @@ export interface AppDeps {
   graphqlResults?: ResultCache;
   /** `CORS_ORIGINS`; no CORS headers when undefined. */
   corsOrigins?: "*" | string[] | undefined;
+  /** `PUBLIC_URL` without its trailing slash; links in error bodies are relative without it. */
+  publicUrl?: string | undefined;
 }
 
 /** Builds the HTTP application: REST routes, OpenAPI document, probes, error rendering. */
@@ -100,15 +102,20 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     },
   });
 
-  app.notFound((c) => routeNotFound(app, c));
-  app.onError((error, c) => renderThrown(c, error, deps.logger));
+  const base = deps.publicUrl ?? "";
+  app.notFound((c) => routeNotFound(app, c, base));
+  app.onError((error, c) => renderThrown(c, error, deps.logger, base));
   return app;
 }
 
-function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
+function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>, base: string): Response {
   const allow = allowedMethods(app.routes, c.req.path);
   if (allow.length === 0) {
-    return renderAppError(c, new AppError("route-not-found", `No route matches ${c.req.path}.`));
+    return renderAppError(
+      c,
+      new AppError("route-not-found", `No route matches ${c.req.path}.`),
+      base,
+    );
   }
   const allowHeader = allow.join(", ");
   if (c.req.method === "OPTIONS") {
@@ -125,5 +132,6 @@ function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
       `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allowHeader}.`,
       { headers: { allow: allowHeader } },
     ),
+    base,
   );
 }

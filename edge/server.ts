@@ -74,6 +74,7 @@ export async function openEdge(
     graphql: config.graphql,
     graphqlResults,
     corsOrigins: config.corsOrigins,
+    publicUrl: config.publicUrl,
   });
   const books = store.books;
   const front = withHotReads(

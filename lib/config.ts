@@ -46,6 +46,10 @@ const ConfigSchema = z.object({
     "must be * or comma-separated origins such as " +
       "https://app.example.com",
   ).optional(),
+  PUBLIC_URL: z.string().refine(
+    validPublicUrl,
+    "must be an absolute http(s) URL without query, fragment or credentials",
+  ).optional(),
   // Set by Deno Deploy in every deployment.
   DENO_DEPLOYMENT_ID: z.string().min(1).optional(),
 });
@@ -63,6 +67,18 @@ function validOrigins(value: string): boolean {
       return false;
     }
   });
+}
+
+function validPublicUrl(value: string): boolean {
+  if (!URL.canParse(value) || /[?#]/.test(value)) return false;
+  const url = new URL(value);
+  return /^https?:$/.test(url.protocol) && url.username === "" && url.password === "";
+}
+
+/** `PUBLIC_URL` as a base to append paths to: normalised, without its trailing slash. */
+function publicBase(value: string): string {
+  const url = new URL(value);
+  return url.origin + url.pathname.replace(/\/+$/, "");
 }
 
 /**
@@ -101,6 +117,11 @@ export interface Config {
   rateLimit: RateLimitConfig | undefined;
   /** `CORS_ORIGINS`: `*` or the allowed origins; undefined when off. */
   corsOrigins: "*" | string[] | undefined;
+  /**
+   * `PUBLIC_URL` without its trailing slash (`https://api.example.com`): links in bodies start
+   * with it; undefined when unset (links are then relative).
+   */
+  publicUrl: string | undefined;
 }
 
 /** Authentication settings (`AUTH_*`). At least one key source is set. */
@@ -228,5 +249,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       : origins === "*"
       ? "*"
       : origins.split(",").map((o) => o.trim()),
+    publicUrl: c.PUBLIC_URL === undefined ? undefined : publicBase(c.PUBLIC_URL),
   };
 }
