@@ -21,6 +21,7 @@ import { rpcRoutes } from "../rpc/http_routes.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
 import type { ResultCache } from "../graphql/result_cache.ts";
+import type { DocumentCache } from "../graphql/prepare.ts";
 
 /** What the HTTP app needs from the process. */
 export interface AppDeps {
@@ -36,6 +37,8 @@ export interface AppDeps {
   graphql?: GraphqlConfig;
   /** GraphQL's result cache, when something in front of the app answers from it too. */
   graphqlResults?: ResultCache;
+  /** GraphQL's parsed-document cache, when the process reports what it holds. */
+  graphqlDocuments?: DocumentCache;
   /** `CORS_ORIGINS`; no CORS headers when undefined. */
   corsOrigins?: "*" | string[] | undefined;
   /** `PUBLIC_URL` without its trailing slash; links in error bodies are relative without it. */
@@ -74,6 +77,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     logger: deps.logger,
     config: deps.graphql,
     results: deps.graphqlResults,
+    documents: deps.graphqlDocuments,
   });
   rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 

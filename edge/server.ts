@@ -7,6 +7,11 @@ import { withCachedGraphql } from "./graphql_cached.ts";
 import { withGate } from "./gate.ts";
 import { type Gate, openGate } from "../lib/gate.ts";
 import { createResultCache } from "../graphql/result_cache.ts";
+import { createDocumentCache } from "../graphql/prepare.ts";
+import { byteStats } from "../graphql/lru.ts";
+import type { Identity } from "../lib/auth.ts";
+import type { CacheStats } from "../lib/cache_bytes.ts";
+import { createTokenCache } from "../lib/token_cache.ts";
 import { type GrpcListener, startGrpcListener } from "../rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "../rpc/grpc_supervisor.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
@@ -21,6 +26,16 @@ export interface RunningServer {
   grpcUrl: string | undefined;
   /** Stops accepting, finishes in-flight requests, closes KV. Safe to call twice. */
   shutdown(): Promise<void>;
+  /** What the HTTP side's caches hold, by their own accounting (each is bounded by bytes). */
+  caches: EdgeCaches;
+}
+
+/** The caches of the HTTP side. */
+export interface EdgeCaches {
+  graphqlDocuments: CacheStats;
+  graphqlResults: CacheStats;
+  /** Verified tokens; undefined when authentication is off. */
+  tokens: CacheStats | undefined;
 }
 
 /** The HTTP edge over an open store: the handler and what it holds. */
@@ -31,6 +46,7 @@ export interface Edge {
   /** Authentication and rate limits, when configured (the gRPC listener uses it too). */
   gate: Gate | undefined;
   kv: Deno.Kv;
+  caches: EdgeCaches;
 }
 
 /** How the listening line names the KV in use (never a URL: it may carry a token). */
@@ -50,7 +66,8 @@ export async function openEdge(
 ): Promise<Edge> {
   const seedBooks = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
   // Before the KV: a JWKS file that cannot be read stops start-up with nothing to close.
-  const gate = await openGate(config);
+  const tokens = createTokenCache<Identity>();
+  const gate = await openGate(config, { tokenCache: tokens });
   const kv = await openKv(config.kvPlatform ? undefined : config.kvPath);
   let store;
   try {
@@ -65,6 +82,7 @@ export async function openEdge(
     });
   }
   const graphqlResults = createResultCache();
+  const graphqlDocuments = createDocumentCache();
   const app = createApp({
     store,
     logger,
@@ -73,6 +91,7 @@ export async function openEdge(
     isListening: state.isListening,
     graphql: config.graphql,
     graphqlResults,
+    graphqlDocuments,
     corsOrigins: config.corsOrigins,
     publicUrl: config.publicUrl,
   });
@@ -88,7 +107,12 @@ export async function openEdge(
   const handler = gate === undefined && config.corsOrigins === undefined
     ? front
     : withGate({ gate, cors: config.corsOrigins !== undefined }, front, app.fetch);
-  return { handler, books, gate, kv };
+  const caches = {
+    graphqlDocuments: byteStats(graphqlDocuments),
+    graphqlResults: graphqlResults.stats,
+    tokens: config.auth === undefined ? undefined : tokens,
+  };
+  return { handler, books, gate, kv, caches };
 }
 
 function urlOf(addr: Deno.NetAddr): string {
@@ -107,7 +131,7 @@ export async function startServer(
   // that is down or restarting makes the process not ready again.
   let listening = false;
   let grpcServing = () => true;
-  const { handler, books, gate, kv } = await openEdge(config, logger, {
+  const { handler, books, gate, kv, caches } = await openEdge(config, logger, {
     isListening: () => listening && grpcServing(),
     isShuttingDown: () => shuttingDown,
   });
@@ -154,5 +178,5 @@ export async function startServer(
     })();
     return stopping;
   }
-  return { httpUrl, grpcUrl: grpc?.url, shutdown };
+  return { httpUrl, grpcUrl: grpc?.url, shutdown, caches };
 }
