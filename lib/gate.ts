@@ -116,7 +116,7 @@ export function createGate(parts: {
   ): Decision {
     let headers: Record<string, string> | undefined;
     if (limiter !== undefined) {
-      const key = identity ? `sub:${identity.subject}` : `ip:${request.address()}`;
+      const key = identity ? `sub:${identity.subject}` : limiter.addressKey(request.address());
       const rate = limiter.take(key);
       headers = {
         "ratelimit-policy": limiter.policy,
