@@ -23,6 +23,7 @@ import { requires } from "../lib/access.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
 import type { ResultCache } from "../graphql/result_cache.ts";
+import type { DocumentCache } from "../graphql/prepare.ts";
 
 /** What the HTTP app needs from the process. */
 export interface AppDeps {
@@ -38,8 +39,12 @@ export interface AppDeps {
   graphql?: GraphqlConfig;
   /** GraphQL's result cache, when something in front of the app answers from it too. */
   graphqlResults?: ResultCache;
+  /** GraphQL's parsed-document cache, when the process reports what it holds. */
+  graphqlDocuments?: DocumentCache;
   /** `CORS_ORIGINS`; no CORS headers when undefined. */
   corsOrigins?: "*" | string[] | undefined;
+  /** `PUBLIC_URL` without its trailing slash; links in error bodies are relative without it. */
+  publicUrl?: string | undefined;
 }
 
 /** Builds the HTTP application: REST routes, OpenAPI document, probes, error rendering. */
@@ -76,6 +81,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     logger: deps.logger,
     config: deps.graphql,
     results: deps.graphqlResults,
+    documents: deps.graphqlDocuments,
   });
   rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 
@@ -110,8 +116,9 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     return new Response(document, { headers: { "content-type": "application/json" } });
   });
 
-  app.notFound((c) => routeNotFound(app, c));
-  app.onError((error, c) => renderThrown(c, error, deps.logger));
+  const base = deps.publicUrl ?? "";
+  app.notFound((c) => routeNotFound(app, c, base));
+  app.onError((error, c) => renderThrown(c, error, deps.logger, base));
   return app;
 }
 
@@ -123,13 +130,17 @@ function pathOf(request: Request): string {
   return canonicalPath(request.url, request.headers.get("host")) ?? rawPathOf(request.url);
 }
 
-function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
+function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>, base: string): Response {
   // A refusal handed on for a route to render (RPC) must not turn into a 404 when none runs.
   const refusal = c.get("refusal");
-  if (refusal !== undefined) return renderAppError(c, refusal);
+  if (refusal !== undefined) return renderAppError(c, refusal, base);
   const allow = allowedMethods(app.router, c.req.path);
   if (allow.length === 0) {
-    return renderAppError(c, new AppError("route-not-found", `No route matches ${c.req.path}.`));
+    return renderAppError(
+      c,
+      new AppError("route-not-found", `No route matches ${c.req.path}.`),
+      base,
+    );
   }
   const allowHeader = allow.join(", ");
   if (c.req.method === "OPTIONS") {
@@ -146,5 +157,6 @@ function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
       `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allowHeader}.`,
       { headers: { allow: allowHeader } },
     ),
+    base,
   );
 }

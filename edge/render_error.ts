@@ -21,9 +21,23 @@ const REASON: Record<number, string> = {
   503: "Service Unavailable",
 };
 
-/** Link to the documentation entry of an error code, served by this server. */
-export function helpUrl(requestUrl: string, code: string): string {
-  return `${new URL(requestUrl).origin}/docs/errors#${code}`;
+/**
+ * Link to the documentation entry of an error code, served by this server: `base` is
+ * `PUBLIC_URL` (without its trailing slash), or "" for a relative link. Never built from the
+ * request: its Host (or an absolute-form target) is the client's to choose.
+ */
+export function helpUrl(base: string, code: string): string {
+  return `${base}/docs/errors#${code}`;
+}
+
+/**
+ * The problem's `instance`: the request's path (as sent, percent-encoded) and id. Leading slashes
+ * are collapsed, so that a path such as `//evil.example/x` cannot make it a network-path
+ * reference to another host.
+ */
+function instanceUrl(base: string, requestUrl: string, requestId: string): string {
+  const path = new URL(requestUrl).pathname.replace(/^\/+/, "/");
+  return `${base}${path}#request-${requestId}`;
 }
 
 function wantsProblemJson(accept: string | undefined): boolean {
@@ -33,8 +47,9 @@ function wantsProblemJson(accept: string | undefined): boolean {
 /**
  * Renders a mapped error for REST: the detailed body (spec 7.4) by default, RFC 7807 when the
  * client accepts `application/problem+json`. Messages follow Accept-Language; details do not.
+ * Links start with `base` (`PUBLIC_URL`), relative when it is "".
  */
-export function renderAppError(c: Context<AppEnv>, error: AppError): Response {
+export function renderAppError(c: Context<AppEnv>, error: AppError, base = ""): Response {
   const language = negotiateLanguage(c.req.header("accept-language"));
   const headers: Record<string, string> = { ...error.headers, "content-language": language };
   if (error.retryAfter !== undefined) headers["retry-after"] = String(error.retryAfter);
@@ -42,11 +57,11 @@ export function renderAppError(c: Context<AppEnv>, error: AppError): Response {
   if (wantsProblemJson(c.req.header("accept"))) {
     headers["content-type"] = "application/problem+json";
     const body = {
-      type: helpUrl(c.req.url, first.code),
+      type: helpUrl(base, first.code),
       title: userMessage(first.code, language),
       status: error.status,
       detail: first.detail,
-      instance: `${c.req.path}#request-${c.get("requestId")}`,
+      instance: instanceUrl(base, c.req.url, c.get("requestId")),
       errors: error.problems.map((p) => ({ error: p.code, detail: p.detail })),
     };
     return new Response(JSON.stringify(body), { status: error.status, headers });
@@ -57,7 +72,7 @@ export function renderAppError(c: Context<AppEnv>, error: AppError): Response {
       error: p.code,
       message: userMessage(p.code, language),
       detail: p.detail,
-      help: helpUrl(c.req.url, p.code),
+      help: helpUrl(base, p.code),
     })),
   };
   return new Response(JSON.stringify(body), { status: error.status, headers });
@@ -159,9 +174,14 @@ function frameworkDetail(message: string, status: number): string {
 }
 
 /** Renders anything thrown inside a handler: mapped errors by the model, the rest as 500. */
-export function renderThrown(c: Context<AppEnv>, error: unknown, logger: Logger): Response {
-  if (error instanceof AppError) return renderAppError(c, error);
+export function renderThrown(
+  c: Context<AppEnv>,
+  error: unknown,
+  logger: Logger,
+  base = "",
+): Response {
+  if (error instanceof AppError) return renderAppError(c, error, base);
   const mapped = appErrorFromFramework(error);
-  if (mapped) return renderAppError(c, mapped);
+  if (mapped) return renderAppError(c, mapped, base);
   return renderUnexpected(c, error, logger);
 }

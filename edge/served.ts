@@ -67,7 +67,7 @@ export function servedEdge(env: () => Record<string, string | undefined>): Serve
     } catch {
       // Start-up failed and its cause was written once; the app that renders errors does not
       // exist, so the spec 7.4 body is built here. Never a 500: the service is unavailable.
-      return unavailable(request.url);
+      return unavailable();
     }
   }
 
@@ -77,14 +77,15 @@ export function servedEdge(env: () => Record<string, string | undefined>): Serve
   };
 }
 
-function unavailable(url: string): Response {
+// The configuration may be what failed: the link is relative.
+function unavailable(): Response {
   const code = "service-unavailable";
   const body = {
     errors: [{
       error: code,
       message: userMessage(code, "en"),
       detail: "The server could not start; the cause is in its log.",
-      help: helpUrl(url, code),
+      help: helpUrl("", code),
     }],
   };
   return new Response(JSON.stringify(body), {

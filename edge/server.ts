@@ -8,6 +8,11 @@ import { httpEntry } from "./gate.ts";
 import { withVaryOrigin } from "./cors.ts";
 import { type Gate, openGate } from "../lib/gate.ts";
 import { createResultCache } from "../graphql/result_cache.ts";
+import { createDocumentCache } from "../graphql/prepare.ts";
+import { byteStats } from "../graphql/lru.ts";
+import type { Identity } from "../lib/auth.ts";
+import type { CacheStats } from "../lib/cache_bytes.ts";
+import { createTokenCache } from "../lib/token_cache.ts";
 import { type GrpcListener, startGrpcListener } from "../rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "../rpc/grpc_supervisor.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
@@ -22,6 +27,16 @@ export interface RunningServer {
   grpcUrl: string | undefined;
   /** Stops accepting, finishes in-flight requests, closes KV. Safe to call twice. */
   shutdown(): Promise<void>;
+  /** What the HTTP side's caches hold, by their own accounting (each is bounded by bytes). */
+  caches: EdgeCaches;
+}
+
+/** The caches of the HTTP side. */
+export interface EdgeCaches {
+  graphqlDocuments: CacheStats;
+  graphqlResults: CacheStats;
+  /** Verified tokens; undefined when authentication is off. */
+  tokens: CacheStats | undefined;
 }
 
 /** The HTTP edge over an open store: the handler and what it holds. */
@@ -32,6 +47,7 @@ export interface Edge {
   /** Authentication and rate limits, when configured (the gRPC listener uses it too). */
   gate: Gate | undefined;
   kv: Deno.Kv;
+  caches: EdgeCaches;
 }
 
 /** How the listening line names the KV in use (never a URL: it may carry a token). */
@@ -51,7 +67,8 @@ export async function openEdge(
 ): Promise<Edge> {
   const seedBooks = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
   // Before the KV: a JWKS file that cannot be read stops start-up with nothing to close.
-  const gate = await openGate(config);
+  const tokens = createTokenCache<Identity>();
+  const gate = await openGate(config, { tokenCache: tokens });
   const kv = await openKv(config.kvPlatform ? undefined : config.kvPath);
   let store;
   try {
@@ -66,6 +83,7 @@ export async function openEdge(
     });
   }
   const graphqlResults = createResultCache();
+  const graphqlDocuments = createDocumentCache();
   const app = createApp({
     store,
     logger,
@@ -74,7 +92,9 @@ export async function openEdge(
     isListening: state.isListening,
     graphql: config.graphql,
     graphqlResults,
+    graphqlDocuments,
     corsOrigins: config.corsOrigins,
+    publicUrl: config.publicUrl,
   });
   const books = store.books;
   const appFetch: Inner = (request, admission) => app.fetch(request, admission);
@@ -89,7 +109,12 @@ export async function openEdge(
   const entry = httpEntry({ gate, cors, router: app.router }, front, appFetch);
   // Decided once: only with CORS on does every answer say that it varies by Origin.
   const handler = cors ? withVaryOrigin(entry) : entry;
-  return { handler, books, gate, kv };
+  const caches = {
+    graphqlDocuments: byteStats(graphqlDocuments),
+    graphqlResults: graphqlResults.stats,
+    tokens: config.auth === undefined ? undefined : tokens,
+  };
+  return { handler, books, gate, kv, caches };
 }
 
 function urlOf(addr: Deno.NetAddr): string {
@@ -108,7 +133,7 @@ export async function startServer(
   // that is down or restarting makes the process not ready again.
   let listening = false;
   let grpcServing = () => true;
-  const { handler, books, gate, kv } = await openEdge(config, logger, {
+  const { handler, books, gate, kv, caches } = await openEdge(config, logger, {
     isListening: () => listening && grpcServing(),
     isShuttingDown: () => shuttingDown,
   });
@@ -155,5 +180,5 @@ export async function startServer(
     })();
     return stopping;
   }
-  return { httpUrl, grpcUrl: grpc?.url, shutdown };
+  return { httpUrl, grpcUrl: grpc?.url, shutdown, caches };
 }

@@ -15,16 +15,17 @@ const CSS = "text/css; charset=utf-8";
  * found next to its package.json, which every package exports, so this works with or without a
  * node_modules directory.
  */
-const PACKAGE_ASSETS: Record<string, { pkg: string; file: string; type: string }> = {
-  "react.production.min.js": { pkg: "react", file: "umd/react.production.min.js", type: JS },
-  "react-dom.production.min.js": {
+// A Map, as the name comes from the request path: a plain object would find `constructor`.
+const PACKAGE_ASSETS = new Map<string, { pkg: string; file: string; type: string }>([
+  ["react.production.min.js", { pkg: "react", file: "umd/react.production.min.js", type: JS }],
+  ["react-dom.production.min.js", {
     pkg: "react-dom",
     file: "umd/react-dom.production.min.js",
     type: JS,
-  },
-  "graphiql.min.js": { pkg: "graphiql", file: "graphiql.min.js", type: JS },
-  "graphiql.min.css": { pkg: "graphiql", file: "graphiql.min.css", type: CSS },
-};
+  }],
+  ["graphiql.min.js", { pkg: "graphiql", file: "graphiql.min.js", type: JS }],
+  ["graphiql.min.css", { pkg: "graphiql", file: "graphiql.min.css", type: CSS }],
+]);
 
 /** The books query GraphiQL opens with. */
 export const DEFAULT_QUERY = `# The book list (spec 4.2). Press the run button or Ctrl-Enter.
@@ -92,7 +93,7 @@ async function packageFile(pkg: string, file: string): Promise<Uint8Array<ArrayB
 }
 
 function assetBytes(name: string): Promise<Uint8Array<ArrayBuffer>> | undefined {
-  const asset = PACKAGE_ASSETS[name];
+  const asset = PACKAGE_ASSETS.get(name);
   if (asset === undefined) return undefined;
   let bytes = loaded.get(name);
   if (bytes === undefined) {
@@ -119,7 +120,7 @@ export function graphiqlAssetRoutes(app: Hono<AppEnv>): void {
       throw new AppError("route-not-found", `No GraphiQL asset is named ${name.slice(0, 100)}.`);
     }
     return new Response(await bytes, {
-      headers: { "content-type": PACKAGE_ASSETS[name]!.type, "cache-control": cacheControl },
+      headers: { "content-type": PACKAGE_ASSETS.get(name)!.type, "cache-control": cacheControl },
     });
   });
 }

@@ -1,10 +1,26 @@
+import type { CacheStats } from "../lib/cache_bytes.ts";
+
 /** A bounded map that evicts entries not used recently. */
 export interface Lru<V> {
   get(key: string): V | undefined;
-  /** Stores a value; `weight` counts against `maxWeight` (for example tokens of a document). */
+  /** Stores a value; `weight` counts against `maxWeight` (the bytes the entry holds). */
   set(key: string, value: V, weight: number): void;
   readonly size: number;
   readonly weight: number;
+  readonly maxWeight: number;
+}
+
+/** An LRU whose weights are bytes, as CacheStats. */
+export function byteStats(lru: Lru<unknown>): CacheStats {
+  return {
+    get entries() {
+      return lru.size;
+    },
+    get bytes() {
+      return lru.weight;
+    },
+    maxBytes: lru.maxWeight,
+  };
 }
 
 /**
@@ -56,5 +72,6 @@ export function createLru<V>(maxEntries: number, maxWeight: number): Lru<V> {
     get weight() {
       return total;
     },
+    maxWeight,
   };
 }

@@ -9,38 +9,55 @@ import {
   type ValidationContext,
   type ValidationRule,
 } from "graphql";
+import { stringBytes } from "../lib/cache_bytes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
 import { limitRules, parseWithTokenLimit } from "./limits.ts";
-import { createLru } from "./lru.ts";
+import { createLru, type Lru } from "./lru.ts";
 
 /** A query text after parsing and validation: a document to execute, or the errors to report. */
 export type Prepared =
   | { ok: true; document: DocumentNode }
   | { ok: false; errors: readonly GraphQLError[] };
 
-/** Cache bounds: entries, and tokens over all cached documents (an AST grows with its tokens). */
+/** Cache bounds: entries, and the bytes all cached documents hold. */
 export interface PrepareCacheOptions {
   maxEntries?: number;
-  maxTokens?: number;
+  maxBytes?: number;
 }
 
-const DEFAULT_CACHE = { maxEntries: 1000, maxTokens: 200_000 };
+/** Prepared documents by query text, weighed in bytes. */
+export type DocumentCache = Lru<Prepared>;
+
+const DEFAULT_CACHE = { maxEntries: 1000, maxBytes: 4 * 1024 * 1024 };
+
+// A cached document holds its text (the key, which the AST's source shares), an AST that grows
+// with its tokens, and validation results and the entry itself. Estimates on the high side.
+const BYTES_PER_TOKEN = 256;
+const BYTES_PER_ENTRY = 1536;
+
+/**
+ * The document cache: an LRU bounded by entries and by bytes. Counting tokens alone let a
+ * document padded with whitespace (few tokens, 64 KiB of text) weigh almost nothing, so unique
+ * padded queries grew memory by their text; the text is counted now.
+ */
+export function createDocumentCache(options: PrepareCacheOptions = {}): DocumentCache {
+  return createLru<Prepared>(
+    options.maxEntries ?? DEFAULT_CACHE.maxEntries,
+    options.maxBytes ?? DEFAULT_CACHE.maxBytes,
+  );
+}
 
 /**
  * Returns a function that turns query text into a validated document, cached by text: a repeated
  * query skips parsing and both validation passes and costs a map lookup. Rejections are cached
- * too, so repeating a bad query is as cheap as repeating a good one. The cache is an LRU bounded
- * by entries and total tokens, so unique queries from a hostile client cannot grow memory.
+ * too, so repeating a bad query is as cheap as repeating a good one. The cache is bounded by
+ * entries and bytes, so unique queries from a hostile client cannot grow memory.
  */
 export function createPreparer(
   schema: GraphQLSchema,
   config: GraphqlConfig,
-  cacheOptions: PrepareCacheOptions = {},
+  cache: DocumentCache = createDocumentCache(),
 ): (query: string) => Prepared {
-  const cache = createLru<Prepared>(
-    cacheOptions.maxEntries ?? DEFAULT_CACHE.maxEntries,
-    cacheOptions.maxTokens ?? DEFAULT_CACHE.maxTokens,
-  );
   const limits = limitRules(config);
   const rules: ValidationRule[] = [...specifiedRules, knownOperationTypesRule];
   if (!config.introspection) rules.push(NoSchemaIntrospectionCustomRule);
@@ -51,8 +68,8 @@ export function createPreparer(
       parsed = parseWithTokenLimit(query, config.maxTokens);
     } catch (error) {
       if (!(error instanceof GraphQLError)) throw error;
-      // The tokens read before the failure bound the work; weigh the entry by the text instead.
-      return { prepared: { ok: false, errors: [error] }, tokens: Math.ceil(query.length / 16) };
+      // The tokens read before the failure built no AST: the entry holds the text and an error.
+      return { prepared: { ok: false, errors: [error] }, tokens: 0 };
     }
     const { document, tokens } = parsed;
     const limitErrors = validate(schema, document, limits);
@@ -74,7 +91,7 @@ export function createPreparer(
     const hit = cache.get(query);
     if (hit !== undefined) return hit;
     const { prepared, tokens } = prepareUncached(query);
-    cache.set(query, prepared, Math.max(1, tokens));
+    cache.set(query, prepared, BYTES_PER_ENTRY + stringBytes(query) + tokens * BYTES_PER_TOKEN);
     return prepared;
   };
 }

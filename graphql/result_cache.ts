@@ -1,4 +1,5 @@
-import { createLru } from "./lru.ts";
+import { type CacheStats, stringBytes } from "../lib/cache_bytes.ts";
+import { byteStats, createLru } from "./lru.ts";
 
 /** Serialized results of variable-free operations, valid for one catalogue snapshot. */
 export interface ResultCache {
@@ -11,13 +12,18 @@ export interface ResultCache {
   /** The encoded `{"data":…}` body for `key`, if it was computed against `snapshot`. */
   get(key: string, snapshot: unknown): Uint8Array<ArrayBuffer> | undefined;
   set(key: string, snapshot: unknown, body: Uint8Array<ArrayBuffer>): void;
+  /** What the cache holds, by its own accounting. */
+  readonly stats: CacheStats;
 }
 
-/** Bounds: entries, and bytes over all cached bodies. */
+/** Bounds: entries, and the bytes all entries hold (keys and bodies). */
 export interface ResultCacheOptions {
   maxEntries?: number;
   maxBytes?: number;
 }
+
+// What an entry holds besides its key and body: the entry, its record, the body's buffer object.
+const ENTRY_BYTES = 256;
 
 /**
  * Every field of this schema is a pure function of the catalogue snapshot (graphql/schema.ts),
@@ -30,7 +36,7 @@ export interface ResultCacheOptions {
 export function createResultCache(options: ResultCacheOptions = {}): ResultCache {
   const cache = createLru<{ snapshot: unknown; body: Uint8Array<ArrayBuffer> }>(
     options.maxEntries ?? 1000,
-    options.maxBytes ?? 8 * 1024 * 1024,
+    options.maxBytes ?? 4 * 1024 * 1024,
   );
   return {
     keyOf({ query, operationName, variables }) {
@@ -42,7 +48,8 @@ export function createResultCache(options: ResultCacheOptions = {}): ResultCache
       return entry !== undefined && entry.snapshot === snapshot ? entry.body : undefined;
     },
     set(key, snapshot, body) {
-      cache.set(key, { snapshot, body }, body.byteLength + key.length);
+      cache.set(key, { snapshot, body }, ENTRY_BYTES + body.byteLength + stringBytes(key));
     },
+    stats: byteStats(cache),
   };
 }

@@ -18,7 +18,7 @@ import {
   readBodyText,
   readParams,
 } from "./over_http.ts";
-import { createPreparer, type PrepareCacheOptions } from "./prepare.ts";
+import { createPreparer, type DocumentCache } from "./prepare.ts";
 import {
   dataResponse,
   documentErrorsResponse,
@@ -35,7 +35,8 @@ export interface GraphqlDeps {
   logger: Logger;
   /** Limits and introspection; the `GRAPHQL_*` defaults when omitted. */
   config?: GraphqlConfig;
-  cache?: PrepareCacheOptions;
+  /** Parsed and validated documents by query text (a new cache when omitted). */
+  documents?: DocumentCache;
   /** Encoded results of variable-free operations (a new cache when omitted). */
   results?: ResultCache;
 }
@@ -60,7 +61,7 @@ export interface GraphqlDeps {
 export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const config = deps.config ?? loadConfig({}).graphql;
   const schema = createBooksSchema();
-  const prepare = createPreparer(schema, config, deps.cache);
+  const prepare = createPreparer(schema, config, deps.documents);
   const results = deps.results ?? createResultCache();
   const encoder = new TextEncoder();
   const bodyLimit = graphqlBodyLimit(config);

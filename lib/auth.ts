@@ -7,14 +7,19 @@ import {
   type JWTVerifyGetKey,
 } from "jose";
 import { type AuthConfig, ConfigError } from "./config.ts";
+import { stringBytes } from "./cache_bytes.ts";
+import { createTokenCache, type TokenCache } from "./token_cache.ts";
 
 /** Algorithms a JWKS may use; HS256 only ever with `AUTH_JWT_SECRET`. */
 const PUBLIC_KEY_ALGORITHMS = ["RS256", "ES256", "EdDSA"];
 const CLOCK_TOLERANCE_SECONDS = 60;
-// Verified tokens are remembered this long at most (never past their `exp`), and this many at
-// most, so a repeated token costs a map lookup instead of a signature check.
+// Verified tokens are remembered this long at most (never past their `exp`), so a repeated
+// token costs a map lookup instead of a signature check; the cache is bounded by bytes.
 const CACHE_MS = 60_000;
-const CACHE_ENTRIES = 10_000;
+// What a cached identity holds besides its strings: the entry, the identity, its scope Set
+// (and each scope's slot in it).
+const CACHE_ENTRY_BYTES = 256;
+const CACHE_SCOPE_BYTES = 32;
 
 /** What a verified token says about its bearer. */
 export interface Identity {
@@ -46,6 +51,8 @@ export interface VerifierOptions {
   jwksCooldownMs?: number;
   /** Age after which the fetched set is fetched again (jose's default 10 min). */
   jwksMaxAgeMs?: number;
+  /** Where verified tokens are remembered (a new cache with the default bounds when omitted). */
+  tokenCache?: TokenCache<Identity>;
 }
 
 /**
@@ -96,7 +103,7 @@ export async function createVerifier(
     ...(config.audience === undefined ? {} : { audience: config.audience }),
   };
 
-  const cache = new Map<string, { identity: Identity; until: number }>();
+  const cache = options.tokenCache ?? createTokenCache<Identity>();
 
   async function verifyNow(token: string): Promise<Identity> {
     let payload: JWTPayload;
@@ -109,27 +116,25 @@ export async function createVerifier(
       throw new TokenError(reasonOf(error));
     }
     const identity = identityOf(payload);
-    if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
     const until = Math.min(
       Date.now() + CACHE_MS,
       (payload.exp! + CLOCK_TOLERANCE_SECONDS) * 1000,
     );
-    cache.set(token, { identity, until });
+    cache.set(token, identity, until, identityBytes(token, identity));
     return identity;
   }
 
-  function peek(token: string): Identity | undefined {
-    const hit = cache.get(token);
-    if (hit === undefined) return undefined;
-    if (hit.until > Date.now()) return hit.identity;
-    cache.delete(token);
-    return undefined;
-  }
-
   return {
-    verify: (token) => peek(token) ?? verifyNow(token),
-    peek,
+    verify: (token) => cache.get(token, Date.now()) ?? verifyNow(token),
+    peek: (token) => cache.get(token, Date.now()),
   };
+}
+
+/** What remembering `identity` under `token` holds, in bytes. */
+function identityBytes(token: string, identity: Identity): number {
+  let bytes = CACHE_ENTRY_BYTES + stringBytes(token) + stringBytes(identity.subject);
+  for (const scope of identity.scopes) bytes += CACHE_SCOPE_BYTES + stringBytes(scope);
+  return bytes;
 }
 
 async function readJwks(path: string) {
@@ -153,6 +158,11 @@ async function readJwks(path: string) {
 function identityOf(payload: JWTPayload): Identity {
   if (typeof payload.sub !== "string" || payload.sub === "") {
     throw new TokenError("The token's sub claim must be a non-empty string.");
+  }
+  // The sub is a KV key part (the owner), and KV encodes key strings as UTF-8, which replaces a
+  // lone surrogate with U+FFFD: "\ud800" would share the keys of "\ufffd".
+  if (!payload.sub.isWellFormed()) {
+    throw new TokenError("The token's sub claim must be well-formed Unicode.");
   }
   const scopes = new Set<string>();
   const { scope, scp } = payload as { scope?: unknown; scp?: unknown };

@@ -30,7 +30,10 @@ const ConfigSchema = z.object({
     "must be at least 32 bytes",
   ).optional(),
   AUTH_JWKS_FILE: z.string().min(1).optional(),
-  AUTH_JWKS_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
+  AUTH_JWKS_URL: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).refine(
+    (url) => url.startsWith("https:") || isLoopbackUrl(url),
+    "must be an https URL (http only on a loopback host)",
+  ).optional(),
   AUTH_ISSUER: z.string().min(1).optional(),
   AUTH_AUDIENCE: z.string().min(1).optional(),
   AUTH_BOOKS: z.enum(["public", "required"], "must be public or required").default("public"),
@@ -42,6 +45,10 @@ const ConfigSchema = z.object({
     validOrigins,
     "must be * or comma-separated origins such as " +
       "https://app.example.com",
+  ).optional(),
+  PUBLIC_URL: z.string().refine(
+    validPublicUrl,
+    "must be an absolute http(s) URL without query, fragment or credentials",
   ).optional(),
   // Set by Deno Deploy in every deployment.
   DENO_DEPLOYMENT_ID: z.string().min(1).optional(),
@@ -60,6 +67,28 @@ function validOrigins(value: string): boolean {
       return false;
     }
   });
+}
+
+function validPublicUrl(value: string): boolean {
+  if (!URL.canParse(value) || /[?#]/.test(value)) return false;
+  const url = new URL(value);
+  return /^https?:$/.test(url.protocol) && url.username === "" && url.password === "";
+}
+
+/** `PUBLIC_URL` as a base to append paths to: normalised, without its trailing slash. */
+function publicBase(value: string): string {
+  const url = new URL(value);
+  return url.origin + url.pathname.replace(/\/+$/, "");
+}
+
+/**
+ * True for a URL whose host is this machine's loopback (127.0.0.0/8, ::1, localhost): keys
+ * fetched from there over plain http never cross a network.
+ */
+function isLoopbackUrl(url: string): boolean {
+  // The URL parser normalises 127.1, 0x7f.0.0.1 and [0:0:0:0:0:0:0:1] to their usual forms.
+  const host = new URL(url).hostname;
+  return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /** Validated server configuration. */
@@ -88,6 +117,11 @@ export interface Config {
   rateLimit: RateLimitConfig | undefined;
   /** `CORS_ORIGINS`: `*` or the allowed origins; undefined when off. */
   corsOrigins: "*" | string[] | undefined;
+  /**
+   * `PUBLIC_URL` without its trailing slash (`https://api.example.com`): links in bodies start
+   * with it; undefined when unset (links are then relative).
+   */
+  publicUrl: string | undefined;
 }
 
 /** Authentication settings (`AUTH_*`). At least one key source is set. */
@@ -110,7 +144,8 @@ export interface RateLimitConfig {
   windowSeconds: number;
 }
 
-const WINDOW_SECONDS: Record<string, number> = { s: 1, min: 60, h: 3600 };
+// A Map, like every table looked up by a string from outside (here the validated unit).
+const WINDOW_SECONDS = new Map([["s", 1], ["min", 60], ["h", 3600]]);
 
 /** GraphQL settings (`GRAPHQL_*`). */
 export interface GraphqlConfig {
@@ -162,6 +197,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       );
     }
   }
+  // An identity provider signs tokens for many clients: without an audience, any token it
+  // issued for any of them would be accepted here.
+  if ((c.AUTH_JWKS_FILE ?? c.AUTH_JWKS_URL) !== undefined && c.AUTH_AUDIENCE === undefined) {
+    throw new ConfigError(
+      "invalid AUTH_AUDIENCE: required with AUTH_JWKS_FILE or AUTH_JWKS_URL " +
+        "(an identity provider signs tokens for many clients)",
+    );
+  }
+  if (c.AUTH_JWKS_URL !== undefined && c.AUTH_ISSUER === undefined) {
+    throw new ConfigError("invalid AUTH_ISSUER: required with AUTH_JWKS_URL");
+  }
   const rate = c.RATE_LIMIT?.split("/");
   const origins = c.CORS_ORIGINS?.trim();
   return {
@@ -197,11 +243,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     rateLimit: rate === undefined
       ? undefined
-      : { limit: Number(rate[0]), windowSeconds: WINDOW_SECONDS[rate[1]!]! },
+      : { limit: Number(rate[0]), windowSeconds: WINDOW_SECONDS.get(rate[1]!)! },
     corsOrigins: origins === undefined
       ? undefined
       : origins === "*"
       ? "*"
       : origins.split(",").map((o) => o.trim()),
+    publicUrl: c.PUBLIC_URL === undefined ? undefined : publicBase(c.PUBLIC_URL),
   };
 }

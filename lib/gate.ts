@@ -16,6 +16,7 @@ import { ANONYMOUS, type Caller } from "./caller.ts";
 import type { AuthConfig, RateLimitConfig } from "./config.ts";
 import { AppError } from "./errors.ts";
 import { createRateLimiter, type RateLimiter } from "./rate_limit.ts";
+import { createTokenCache, type TokenCache } from "./token_cache.ts";
 
 /** What the gate needs to know of a request. */
 export interface GateRequest {
@@ -103,7 +104,7 @@ export function createGate(parts: {
 }): Gate | undefined {
   const { verifier, limiter, booksRequired } = parts;
   if (verifier === undefined && limiter === undefined) return undefined;
-  const failures = createFailedTokens();
+  const failures: FailedTokens = createTokenCache<string>();
 
   /** Takes a rate-limit token for the request; a refusal when the bucket is empty. */
   function charge(
@@ -111,7 +112,7 @@ export function createGate(parts: {
     identity: Identity | undefined,
   ): { headers: Record<string, string> | undefined; refused?: Refused } {
     if (limiter === undefined) return { headers: undefined };
-    const key = identity ? `sub:${identity.subject}` : `ip:${request.address()}`;
+    const key = identity ? `sub:${identity.subject}` : limiter.addressKey(request.address());
     const rate = limiter.take(key);
     const headers = {
       "ratelimit-policy": limiter.policy,
@@ -178,7 +179,7 @@ export function createGate(parts: {
       }
       const known = verifier.peek(token);
       if (known !== undefined) return settle(request, known, undefined);
-      const failed = failures.get(token);
+      const failed = failures.get(token, Date.now());
       if (failed !== undefined) {
         return settle(request, undefined, unauthorized(failed, INVALID_TOKEN));
       }
@@ -202,49 +203,10 @@ export function createGate(parts: {
   };
 }
 
-/**
- * Tokens that failed verification, remembered for a while so that a client repeating one costs
- * a map lookup, not a signature check. Bounded by the bytes of the tokens kept: the oldest go
- * first.
- */
-interface FailedTokens {
-  get(token: string): string | undefined;
-  set(token: string, reason: string): void;
-}
-
+// Tokens that failed verification are remembered this long, so that a client repeating one
+// costs a map lookup, not a signature check; bounded by bytes like the verified ones.
 const FAILED_TOKEN_MS = 60_000;
-const FAILED_TOKEN_BYTES = 4 * 1024 * 1024;
-
-function createFailedTokens(): FailedTokens {
-  const entries = new Map<string, { reason: string; until: number }>();
-  let bytes = 0;
-  const cost = (token: string, reason: string) => token.length + reason.length + 64;
-  function drop(token: string) {
-    const entry = entries.get(token);
-    if (entry === undefined) return;
-    entries.delete(token);
-    bytes -= cost(token, entry.reason);
-  }
-  return {
-    get(token) {
-      const entry = entries.get(token);
-      if (entry === undefined) return undefined;
-      if (entry.until > Date.now()) return entry.reason;
-      drop(token);
-      return undefined;
-    },
-    set(token, reason) {
-      drop(token);
-      const size = cost(token, reason);
-      for (const oldest of entries.keys()) {
-        if (bytes + size <= FAILED_TOKEN_BYTES) break;
-        drop(oldest);
-      }
-      entries.set(token, { reason, until: Date.now() + FAILED_TOKEN_MS });
-      bytes += size;
-    },
-  };
-}
+type FailedTokens = TokenCache<string>;
 
 function unauthorized(detail: string, challenge: string): AppError {
   return new AppError("unauthorized", detail, { headers: { "www-authenticate": challenge } });
@@ -264,7 +226,8 @@ function refuse(
 
 function tokenFailure(error: unknown, token: string, failures: FailedTokens): AppError {
   if (error instanceof TokenError) {
-    failures.set(token, error.message);
+    const bytes = 2 * (token.length + error.message.length) + 64;
+    failures.set(token, error.message, Date.now() + FAILED_TOKEN_MS, bytes);
     return unauthorized(error.message, INVALID_TOKEN);
   }
   if (error instanceof KeysUnavailableError) {

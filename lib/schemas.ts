@@ -73,7 +73,11 @@ export const ErrorBodySchema = z.object({
     error: z.string().openapi({ example: "book-not-found" }),
     message: z.string(),
     detail: z.string(),
-    help: z.string().url().optional(),
+    // Relative unless PUBLIC_URL is set.
+    help: z.string().optional().openapi({
+      format: "uri-reference",
+      example: "/docs/errors#book-not-found",
+    }),
   })),
 }).openapi("Errors");
 

@@ -10,10 +10,11 @@ const JS = "text/javascript; charset=utf-8";
 const CSS = "text/css; charset=utf-8";
 
 // Swagger UI, read at run time from the installed npm package (nothing third-party committed).
-const PACKAGE_FILES: Record<string, { file: string; type: string }> = {
-  "swagger-ui-bundle.js": { file: "swagger-ui-bundle.js", type: JS },
-  "swagger-ui.css": { file: "swagger-ui.css", type: CSS },
-};
+// A Map, as the name comes from the request path: a plain object would find `constructor`.
+const PACKAGE_FILES = new Map<string, { file: string; type: string }>([
+  ["swagger-ui-bundle.js", { file: "swagger-ui-bundle.js", type: JS }],
+  ["swagger-ui.css", { file: "swagger-ui.css", type: CSS }],
+]);
 
 // Our start-up script, a file of its own so the page's CSP needs no inline script. No validator
 // badge: it would ask validator.swagger.io about the document.
@@ -47,7 +48,7 @@ const PAGE = `<!doctype html>
 const loaded = new Map<string, Promise<Uint8Array<ArrayBuffer>>>();
 
 function packageFile(name: string): Promise<Uint8Array<ArrayBuffer>> | undefined {
-  const asset = PACKAGE_FILES[name];
+  const asset = PACKAGE_FILES.get(name);
   if (asset === undefined) return undefined;
   let bytes = loaded.get(name);
   if (bytes === undefined) {
@@ -86,7 +87,7 @@ export function apiReferenceRoutes(app: OpenAPIHono<AppEnv>): void {
       );
     }
     return new Response(await bytes, {
-      headers: { "content-type": PACKAGE_FILES[name]!.type, "cache-control": cacheControl },
+      headers: { "content-type": PACKAGE_FILES.get(name)!.type, "cache-control": cacheControl },
     });
   });
 }

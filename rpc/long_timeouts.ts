@@ -4,14 +4,15 @@ import { type HandlerCall, wrapHandlers } from "./wrap_handlers.ts";
 
 /** The longest delay a timer can wait: 2^31 − 1 ms, about 24.8 days. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-const GRPC_UNIT_MS: Record<string, number> = {
-  H: 3_600_000,
-  M: 60_000,
-  S: 1000,
-  m: 1,
-  u: 0.001,
-  n: 0.000001,
-};
+// A Map, like every table looked up by a string from outside (here the header's unit).
+const GRPC_UNIT_MS = new Map([
+  ["H", 3_600_000],
+  ["M", 60_000],
+  ["S", 1000],
+  ["m", 1],
+  ["u", 0.001],
+  ["n", 0.000001],
+]);
 
 /**
  * Registers `routes` so that a call whose deadline lies further away than a timer can wait runs
@@ -46,5 +47,5 @@ function unboundedWhenLong(handler: UniversalHandler): HandlerCall {
 /** A well-formed `grpc-timeout` in milliseconds; undefined otherwise (Connect judges those). */
 function timeoutMs(value: string | null): number | undefined {
   const match = value === null ? null : /^([0-9]{1,8})([HMSmun])$/.exec(value);
-  return match ? Number(match[1]) * GRPC_UNIT_MS[match[2]!]! : undefined;
+  return match ? Number(match[1]) * GRPC_UNIT_MS.get(match[2]!)! : undefined;
 }

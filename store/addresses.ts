@@ -269,7 +269,10 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   }
 
   // Every method takes the owner first; a KV key holds at most 2048 bytes, so an owner that
-  // could not be part of one is refused before any KV call could fail with a TypeError.
+  // could not be part of one is refused before any KV call could fail with a TypeError. KV
+  // encodes key strings as UTF-8, replacing a lone surrogate with U+FFFD, so an owner that is not
+  // well-formed Unicode would share another owner's keys: refused too (the gate refuses such a
+  // sub already; this keeps the store safe on its own).
   const owned =
     <A extends unknown[], R>(method: (owner: string, ...rest: A) => Promise<R>) =>
     (owner: string, ...rest: A): Promise<R> => {
@@ -279,6 +282,11 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
             "forbidden",
             `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
           ),
+        );
+      }
+      if (!owner.isWellFormed()) {
+        return Promise.reject(
+          new AppError("forbidden", "An owner (the token's sub) must be well-formed Unicode."),
         );
       }
       return method(owner, ...rest);

@@ -6,7 +6,11 @@ import { ConfigError } from "../lib/config.ts";
 import { startTestServer } from "./support/server.ts";
 import { noneToken, testKey } from "./support/tokens.ts";
 
-const SCOPES = { scope: "addresses:read books:read" };
+const AUDIENCE = "books";
+const ISSUER = "https://idp.test";
+// A JWKS needs AUTH_AUDIENCE (and a JWKS URL AUTH_ISSUER): every token names both.
+const SCOPES = { scope: "addresses:read books:read", aud: AUDIENCE, iss: ISSUER };
+const CHECKED = { AUTH_AUDIENCE: AUDIENCE, AUTH_ISSUER: ISSUER };
 
 async function status(url: string, token: string): Promise<[number, string | null]> {
   const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
@@ -26,7 +30,11 @@ Deno.test("AUTH_JWKS_FILE: RS256, ES256 and EdDSA accepted; wrong key, none and 
   const dir = await Deno.makeTempDir();
   const file = `${dir}/jwks.json`;
   await Deno.writeTextFile(file, JSON.stringify({ keys: keys.map((k) => k.publicJwk) }));
-  const server = await startTestServer({ AUTH_JWKS_FILE: file, AUTH_BOOKS: "required" });
+  const server = await startTestServer({
+    AUTH_JWKS_FILE: file,
+    AUTH_BOOKS: "required",
+    ...CHECKED,
+  });
   const url = `${server.httpUrl}/addresses`;
   try {
     for (const key of keys) {
@@ -69,7 +77,7 @@ Deno.test("AUTH_JWKS_FILE: an unreadable file or one with private keys stops sta
   const dir = await Deno.makeTempDir();
   try {
     await assert.rejects(
-      startTestServer({ AUTH_JWKS_FILE: `${dir}/missing.json` }),
+      startTestServer({ AUTH_JWKS_FILE: `${dir}/missing.json`, ...CHECKED }),
       (error: Error) =>
         error instanceof ConfigError && /^invalid AUTH_JWKS_FILE=/.test(error.message),
     );
@@ -79,7 +87,7 @@ Deno.test("AUTH_JWKS_FILE: an unreadable file or one with private keys stops sta
       JSON.stringify({ keys: [{ ...publicJwk, d: "x" }] }),
     );
     await assert.rejects(
-      startTestServer({ AUTH_JWKS_FILE: `${dir}/private.json` }),
+      startTestServer({ AUTH_JWKS_FILE: `${dir}/private.json`, ...CHECKED }),
       (error: Error) => error instanceof ConfigError && /public keys only/.test(error.message),
     );
   } finally {
@@ -107,19 +115,19 @@ Deno.test("AUTH_JWKS_URL: keys fetched over HTTP, cached, and unknown keys refus
   const a = await testKey("ES256", "a");
   const b = await testKey("ES256", "b");
   const jwks = jwksServer([a.publicJwk]);
-  const server = await startTestServer({ AUTH_JWKS_URL: jwks.url, AUTH_AUDIENCE: "books" });
+  const server = await startTestServer({ AUTH_JWKS_URL: jwks.url, ...CHECKED });
   const url = `${server.httpUrl}/addresses`;
   try {
     for (let i = 0; i < 3; i++) {
-      const token = await a.sign({ sub: `s${i}`, aud: "books", ...SCOPES });
+      const token = await a.sign({ sub: `s${i}`, ...SCOPES });
       assert.deepEqual(await status(url, token), OK);
     }
     assert.deepEqual(
-      await status(url, await a.sign({ sub: "x", aud: "other", ...SCOPES })),
+      await status(url, await a.sign({ sub: "x", ...SCOPES, aud: "other" })),
       INVALID,
     );
     assert.deepEqual(
-      await status(url, await b.sign({ sub: "x", aud: "books", ...SCOPES })),
+      await status(url, await b.sign({ sub: "x", ...SCOPES })),
       INVALID,
     );
     // The HTTP process fetched the set once for three tokens (and once more at most for the
@@ -136,7 +144,7 @@ Deno.test("AUTH_JWKS_URL unreachable: 503 with Retry-After (not the client's fau
   const gone = jwksServer([key.publicJwk]);
   const url = gone.url;
   await gone.close();
-  const server = await startTestServer({ AUTH_JWKS_URL: url });
+  const server = await startTestServer({ AUTH_JWKS_URL: url, ...CHECKED });
   try {
     const token = await key.sign({ sub: "x", ...SCOPES });
     const res = await fetch(`${server.httpUrl}/addresses`, {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLru } from "../graphql/lru.ts";
-import { createPreparer } from "../graphql/prepare.ts";
+import { createDocumentCache, createPreparer } from "../graphql/prepare.ts";
 import { createResultCache } from "../graphql/result_cache.ts";
 import { createBooksSchema } from "../graphql/schema.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
@@ -19,19 +19,20 @@ Deno.test("prepared documents are cached by query text", () => {
   assert.equal(prepare("{ books { nope } }"), bad);
 });
 
-Deno.test("the document cache is bounded by entries and by tokens", () => {
+Deno.test("the document cache is bounded by entries and by bytes", () => {
   const schema = createBooksSchema();
-  const byEntries = createPreparer(schema, config, { maxEntries: 2 });
+  const byEntries = createPreparer(schema, config, createDocumentCache({ maxEntries: 2 }));
   const a = byEntries("{ books { title } }");
   byEntries("{ books { year } }");
   byEntries("{ books { title } }"); // used again: survives the next eviction
   byEntries("{ __typename }");
   assert.equal(byEntries("{ books { title } }"), a);
-  const byTokens = createPreparer(schema, config, { maxTokens: 10 });
-  const small = byTokens("{ books { title } }"); // 6 tokens
-  const larger = byTokens("{ books { title year } }"); // 7 more: the unused first is evicted
-  assert.equal(byTokens("{ books { title year } }"), larger);
-  assert.notEqual(byTokens("{ books { title } }"), small);
+  // Room for one small document (about 3 KB by the estimate), not two.
+  const byBytes = createPreparer(schema, config, createDocumentCache({ maxBytes: 5000 }));
+  const small = byBytes("{ books { title } }");
+  const larger = byBytes("{ books { title year } }"); // the unused first is evicted
+  assert.equal(byBytes("{ books { title year } }"), larger);
+  assert.notEqual(byBytes("{ books { title } }"), small);
 });
 
 Deno.test("LRU gives recently used entries a second chance and respects weight", () => {

@@ -62,7 +62,7 @@ Deno.test("REST over a socket", async (t) => {
       const body = await missing.json();
       assert.equal(body.errors.length, 1);
       assert.equal(body.errors[0].error, "book-not-found");
-      assert.equal(body.errors[0].help, `${base}/docs/errors#book-not-found`);
+      assert.equal(body.errors[0].help, "/docs/errors#book-not-found");
       assert.equal(typeof body.errors[0].message, "string");
       assert.match(body.errors[0].detail, /99999/);
     });

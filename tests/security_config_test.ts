@@ -112,3 +112,99 @@ Deno.test("deno task token mints a token the server's settings accept", async ()
   const badTtl = await run(["--ttl", "forever"], env);
   assert.equal(badTtl.code, 2);
 });
+
+Deno.test("a JWKS needs AUTH_AUDIENCE, a JWKS URL AUTH_ISSUER and https off loopback", () => {
+  const refused: [Record<string, string>, RegExp][] = [
+    [
+      { AUTH_JWKS_FILE: "jwks.json" },
+      /^invalid AUTH_AUDIENCE: required with AUTH_JWKS_FILE or AUTH_JWKS_URL/,
+    ],
+    [
+      { AUTH_JWKS_FILE: "jwks.json", AUTH_JWT_SECRET: SECRET, AUTH_ISSUER: "https://idp.test" },
+      /^invalid AUTH_AUDIENCE: required with AUTH_JWKS_FILE or AUTH_JWKS_URL/,
+    ],
+    [
+      { AUTH_JWKS_URL: "https://idp.test/jwks.json", AUTH_ISSUER: "https://idp.test" },
+      /^invalid AUTH_AUDIENCE: required with AUTH_JWKS_FILE or AUTH_JWKS_URL/,
+    ],
+    [
+      { AUTH_JWKS_URL: "https://idp.test/jwks.json", AUTH_AUDIENCE: "books" },
+      /^invalid AUTH_ISSUER: required with AUTH_JWKS_URL$/,
+    ],
+    ...[
+      "http://idp.test/jwks.json",
+      "http://10.0.0.1/jwks.json",
+      "http://[::2]/jwks.json",
+      "http://[::ffff:127.0.0.1]/jwks.json",
+      "http://localhost.idp.test/jwks.json",
+      "http://127.0.0.1.idp.test/jwks.json",
+    ].map((url): [Record<string, string>, RegExp] => [
+      { AUTH_JWKS_URL: url, AUTH_AUDIENCE: "books", AUTH_ISSUER: "https://idp.test" },
+      /^invalid AUTH_JWKS_URL=".*": must be an https URL \(http only on a loopback host\)$/,
+    ]),
+  ];
+  for (const [env, message] of refused) {
+    assert.throws(() => loadConfig(env), (error: Error) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, message);
+      assert.ok(!error.message.includes("\n"));
+      return true;
+    }, JSON.stringify(env));
+  }
+  const accepted = [
+    "https://idp.test/jwks.json",
+    "http://127.0.0.1:8080/jwks.json",
+    "http://127.9.8.7/jwks.json",
+    "http://localhost:3000/jwks.json",
+    "http://[::1]:3000/jwks.json",
+  ];
+  for (const url of accepted) {
+    const config = loadConfig({
+      AUTH_JWKS_URL: url,
+      AUTH_AUDIENCE: "books",
+      AUTH_ISSUER: "https://idp.test",
+    });
+    assert.equal(config.auth?.jwksUrl, url);
+  }
+  // A secret alone is the server's own: neither audience nor issuer is required.
+  assert.equal(loadConfig({ AUTH_JWT_SECRET: SECRET }).auth?.audience, undefined);
+  assert.equal(
+    loadConfig({ AUTH_JWKS_FILE: "jwks.json", AUTH_AUDIENCE: "books" }).auth?.jwksFile,
+    "jwks.json",
+  );
+});
+
+Deno.test("a JWKS without AUTH_AUDIENCE stops start-up with one line and exit 2", async () => {
+  const main = new URL("../main.ts", import.meta.url).pathname;
+  const start = async (env: Record<string, string>) => {
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", main],
+      env: { PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", ...env },
+      clearEnv: true,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return { code, text: new TextDecoder().decode(stderr) + new TextDecoder().decode(stdout) };
+  };
+  const file = await start({ AUTH_JWKS_FILE: "/nonexistent/jwks.json" });
+  assert.equal(file.code, 2);
+  assert.equal(
+    file.text,
+    "invalid AUTH_AUDIENCE: required with AUTH_JWKS_FILE or AUTH_JWKS_URL " +
+      "(an identity provider signs tokens for many clients)\n",
+  );
+  const url = await start({ AUTH_JWKS_URL: "https://idp.test/jwks.json", AUTH_AUDIENCE: "b" });
+  assert.equal(url.code, 2);
+  assert.equal(url.text, "invalid AUTH_ISSUER: required with AUTH_JWKS_URL\n");
+  const plain = await start({
+    AUTH_JWKS_URL: "http://idp.test/jwks.json",
+    AUTH_AUDIENCE: "b",
+    AUTH_ISSUER: "https://idp.test",
+  });
+  assert.equal(plain.code, 2);
+  assert.equal(
+    plain.text,
+    'invalid AUTH_JWKS_URL="http://idp.test/jwks.json": must be an https URL ' +
+      "(http only on a loopback host)\n",
+  );
+});

@@ -5,7 +5,7 @@
  * random JSON envelopes with random content types.
  */
 import fc from "fast-check";
-import { headerText, nastyString } from "./fuzz.ts";
+import { headerText, nastyString, prototypeName } from "./fuzz.ts";
 
 /** One GraphQL request over HTTP. */
 export interface GraphqlCase {
@@ -192,6 +192,11 @@ const variables = fc.oneof(
   },
   { weight: 1, arbitrary: fc.constantFrom(null, "{}", "x", [], 1, true) },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+  // Variables named like members of Object.prototype (`{"constructor": 1, "__proto__": {}}`).
+  {
+    weight: 1,
+    arbitrary: fc.dictionary(prototypeName, fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }),
+  },
 );
 
 /** The JSON body: `{query, variables, operationName, extensions}`, each perhaps wrong. */
@@ -209,6 +214,7 @@ const envelope: fc.Arbitrary<string> = fc.oneof(
       operationName: fc.oneof(
         fc.constant(undefined),
         fc.constantFrom("Q", "Other", "S", "Nope", "", null, 1, []),
+        prototypeName,
         nastyString(20),
       ),
       extensions: fc.oneof(fc.constant(undefined), fc.jsonValue({ maxDepth: 2 })),
@@ -294,7 +300,9 @@ export const graphqlCase: fc.Arbitrary<GraphqlCase> = fc.record({
   contentType,
   accept,
   requestId: fc.option(fc.uuid().map(String), { nil: undefined }),
-  language: fc.option(fc.constantFrom("de", "en", "fr;q=0.5"), { nil: undefined }),
+  language: fc.option(fc.oneof(fc.constantFrom("de", "en", "fr;q=0.5"), prototypeName), {
+    nil: undefined,
+  }),
 }).map(({ get, envelope, doc, contentType, accept, requestId, language }) => {
   const headers: Record<string, string> = { accept };
   if (requestId) headers["x-request-id"] = requestId;

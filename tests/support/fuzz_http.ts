@@ -5,7 +5,7 @@
  * addresses, deep nesting, huge numbers, lone surrogates, duplicate keys, a BOM, empty).
  */
 import fc from "fast-check";
-import { headerText, nastyString } from "./fuzz.ts";
+import { headerText, nastyString, prototypeName } from "./fuzz.ts";
 
 /** One request to send. `body` is never set for GET and HEAD (fetch refuses it). */
 export interface HttpCase {
@@ -61,6 +61,15 @@ export const idSpelling: fc.Arbitrary<string> = fc.oneof(
     weight: 1,
     arbitrary: fc.string({ maxLength: 30 }).map((s) => encodeURIComponent(s)),
   },
+);
+
+/**
+ * Asset names under `/graphql/assets/` and `/docs/assets/`: the small ones this server writes,
+ * unknown ones, and Object.prototype's names (a plain object as the asset table finds those).
+ */
+const assetName: fc.Arbitrary<string> = fc.oneof(
+  { weight: 3, arbitrary: prototypeName },
+  { weight: 1, arbitrary: fc.constantFrom("init.js", "page.css", "missing.js", "GRAPHIQL.MIN.JS") },
 );
 
 const query: fc.Arbitrary<string> = fc.oneof(
@@ -127,6 +136,11 @@ export const path: fc.Arbitrary<string> = fc.tuple(
         "/grpc.health.v1.Health/Check",
         "/.env",
       ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(fc.constantFrom("/graphql/assets/", "/docs/assets/"), assetName)
+        .map(([prefix, name]) => prefix + name),
     },
     {
       weight: 1,
@@ -227,16 +241,19 @@ const accept = fc.oneof(
     ",,,",
     ";q=1",
   ),
+  prototypeName.map((name) => `application/${name}, ${name}`),
   headerText(60),
 );
 
 const acceptLanguage = fc.oneof(
   fc.constantFrom("de", "de-DE", "en", "fr", "de;q=0", "*", "de;q=abc", "en;q=0.1, de;q=0.9", ""),
+  prototypeName.map((name) => `${name}, ${name}-DE;q=0.9, de;q=0.1`),
   headerText(60),
 );
 
 const ifMatch = fc.oneof(
   fc.constantFrom("*", '"abc"', 'W/"abc"', '""', '"', ",,,", '"00000000000000010000"', "null"),
+  prototypeName,
   headerText(80),
 );
 
@@ -259,13 +276,19 @@ export const headers: fc.Arbitrary<Record<string, string>> = fc.record({
   "idempotency-key": fc.oneof(
     fc.uuid().map(String),
     fc.constantFrom("k1", "k2", " ", "x".repeat(256)),
+    prototypeName,
     headerText(40),
   ),
   "authorization": fc.constantFrom("Bearer x", "Basic Zm9vOmJhcg==", "Bearer ", "bearer a.b.c"),
   "x-big": bigValue,
   "accept-encoding": fc.constantFrom("gzip", "br", "identity;q=0", "*", "x-unknown"),
   "content-encoding": fc.constantFrom("gzip", "identity", "br", "x-unknown"),
-}, { requiredKeys: [] }).map((h) => ({ ...h }));
+}, { requiredKeys: [] }).chain((h) =>
+  // A header named like a member of Object.prototype (`constructor: toString`).
+  fc.option(fc.tuple(prototypeName, prototypeName), { nil: undefined }).map((extra) =>
+    extra === undefined ? { ...h } : { ...h, [extra[0]]: extra[1] }
+  )
+);
 
 const fieldValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom("Ada", "London", "W1J 7NT", "10115", " x ", "a-b 1") },
