@@ -14,6 +14,7 @@ import { jsonObjectBody, requestContext } from "./middleware.ts";
 import { allowedMethods } from "../lib/allowed_methods.ts";
 import { MERGE_PATCH_JSON } from "../lib/body.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
+import { registerSharedResponses } from "../lib/openapi.ts";
 import { corsMiddleware } from "./cors.ts";
 import { gateMiddleware } from "./gate.ts";
 import { pageHeaders } from "./secure_headers.ts";
@@ -75,6 +76,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
   rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 
+  registerSharedResponses(app.openAPIRegistry);
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",
     scheme: "bearer",
@@ -86,6 +88,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
+    // Relative: the document describes the server that serves it, wherever that is.
+    servers: [{ url: "/", description: "The server that serves this document" }],
+    tags: [
+      { name: "books", description: "The book catalogue (read-only)." },
+      { name: "addresses", description: "The caller's address book." },
+      { name: "service", description: "Entry point, probes and documentation." },
+    ],
     // A token is optional: whether an operation needs one depends on the configuration.
     security: [{ bearerAuth: [] }, {}],
     info: {
