@@ -31,6 +31,17 @@ function wantsProblemJson(accept: string | undefined): boolean {
 }
 
 /**
+ * The path of a request URL as an RFC 3986 URI reference. The router's path is decoded (`é`,
+ * spaces), and the URL's keeps characters RFC 3986 does not allow (`|`, `^`, a `%` that starts
+ * no escape); each of those is percent-encoded.
+ */
+export function uriPath(url: string): string {
+  return new URL(url).pathname
+    .replace(/%(?![0-9A-Fa-f]{2})/g, "%25")
+    .replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/gu, (ch) => encodeURIComponent(ch));
+}
+
+/**
  * Renders a mapped error for REST: the detailed body (spec 7.4) by default, RFC 7807 when the
  * client accepts `application/problem+json`. Messages follow Accept-Language; details do not.
  */
@@ -46,7 +57,7 @@ export function renderAppError(c: Context<AppEnv>, error: AppError): Response {
       title: userMessage(first.code, language),
       status: error.status,
       detail: first.detail,
-      instance: `${c.req.path}#request-${c.get("requestId")}`,
+      instance: `${uriPath(c.req.url)}#request-${c.get("requestId")}`,
       errors: error.problems.map((p) => ({ error: p.code, detail: p.detail })),
     };
     return new Response(JSON.stringify(body), { status: error.status, headers });
