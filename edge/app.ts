@@ -15,6 +15,7 @@ import { allowedMethods } from "../lib/route_access.ts";
 import { canonicalPath, rawPathOf } from "../lib/target.ts";
 import { MERGE_PATCH_JSON } from "../lib/body.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
+import { registerSharedResponses } from "../lib/openapi.ts";
 import { corsMiddleware } from "./cors.ts";
 import { gateMiddleware } from "./gate.ts";
 import { pageHeaders } from "./secure_headers.ts";
@@ -85,6 +86,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
   rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 
+  registerSharedResponses(app.openAPIRegistry);
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",
     scheme: "bearer",
@@ -96,6 +98,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
   const documentConfig: Parameters<typeof app.getOpenAPI31Document>[0] = {
     openapi: "3.1.0",
+    // Relative: the document describes the server that serves it, wherever that is.
+    servers: [{ url: "/", description: "The server that serves this document" }],
+    tags: [
+      { name: "books", description: "The book catalogue (read-only)." },
+      { name: "addresses", description: "The caller's address book." },
+      { name: "service", description: "Entry point, probes and documentation." },
+    ],
     // A token is optional: whether an operation needs one depends on the configuration.
     security: [{ bearerAuth: [] }, {}],
     info: {

@@ -36,12 +36,23 @@ export function helpUrl(base: string, code: string): string {
  * reference to another host.
  */
 function instanceUrl(base: string, requestUrl: string, requestId: string): string {
-  const path = new URL(requestUrl).pathname.replace(/^\/+/, "/");
+  const path = uriPath(requestUrl).replace(/^\/+/, "/");
   return `${base}${path}#request-${requestId}`;
 }
 
 function wantsProblemJson(accept: string | undefined): boolean {
   return accept !== undefined && accept.includes("application/problem+json");
+}
+
+/**
+ * The path of a request URL as an RFC 3986 URI reference. The router's path is decoded (`é`,
+ * spaces), and the URL's keeps characters RFC 3986 does not allow (`|`, `^`, a `%` that starts
+ * no escape); each of those is percent-encoded.
+ */
+export function uriPath(url: string): string {
+  return new URL(url).pathname
+    .replace(/%(?![0-9A-Fa-f]{2})/g, "%25")
+    .replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/gu, (ch) => encodeURIComponent(ch));
 }
 
 /**

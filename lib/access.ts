@@ -32,7 +32,11 @@ export function requires(access: Exclude<Access, "authenticated">): AccessMarker
   return Object.assign(marker, { access });
 }
 
-/** OpenAPI `security` of an operation with this access (scheme `bearerAuth`). */
+/**
+ * OpenAPI `security` of an operation with this access (scheme `bearerAuth`). A bearer scheme
+ * has no scopes to list (only OAuth2 flows do, and tokens here come from any issuer), so the
+ * scope travels as the operation's `x-scopes`.
+ */
 export function securityOf(access: Exclude<Access, "authenticated">): Record<string, string[]>[] {
   switch (access) {
     case "probe":
@@ -40,19 +44,22 @@ export function securityOf(access: Exclude<Access, "authenticated">): Record<str
       return [];
     case "books:read":
       // Optional: only `AUTH_BOOKS=required` asks for it.
-      return [{}, { bearerAuth: [access] }];
+      return [{}, { bearerAuth: [] }];
     default:
-      return [{ bearerAuth: [access] }];
+      return [{ bearerAuth: [] }];
   }
 }
 
 /**
  * Both halves of a zod-openapi route's declaration, spread into `createRoute`: the marker the
- * gate reads (`middleware`, left out of the document) and the `security` the document shows.
+ * gate reads (`middleware`, left out of the document), and the `security` and `x-scopes` the
+ * document shows.
  */
 export function routeAccess(access: Exclude<Access, "authenticated">): {
   middleware: AccessMarker;
   security: Record<string, string[]>[];
+  "x-scopes"?: string[];
 } {
-  return { middleware: requires(access), security: securityOf(access) };
+  const documented = access === "probe" || access === "public" ? {} : { "x-scopes": [access] };
+  return { middleware: requires(access), security: securityOf(access), ...documented };
 }

@@ -8,6 +8,7 @@ import {
   IfNoneMatchHeaderSchema,
   jsonContent,
   NOT_MODIFIED,
+  SCOPED_RESPONSES,
 } from "../lib/openapi.ts";
 import {
   AddressInputSchema,
@@ -84,7 +85,13 @@ export const createAddress = createRoute({
   ...routeAccess("addresses:write"),
   method: "post",
   path: "/addresses",
+  operationId: "createAddress",
+  tags: ["addresses"],
   summary: "Create an address (every request creates a new one, unless Idempotency-Key repeats)",
+  description: "Stores the address for the caller with a newly generated id and answers it with " +
+    "`Location` and `ETag` (spec 4.5). Fields are trimmed; unknown members are ignored. With " +
+    "`Idempotency-Key` a retried request replays the first answer instead of creating another " +
+    "address. Needs the scope `addresses:write` when authentication is on.",
   request: { headers: CreateHeaderSchema, body: jsonBody },
   responses: {
     201: {
@@ -104,7 +111,7 @@ export const createAddress = createRoute({
     413: errorResponse("`payload-too-large`"),
     415: unsupported,
     422: errorResponse("`idempotency-key-reused`"),
-    503: errorResponse("`service-unavailable`"),
+    ...SCOPED_RESPONSES,
   },
 });
 
@@ -113,12 +120,18 @@ export const listAddresses = createRoute({
   ...routeAccess("addresses:read"),
   method: "get",
   path: "/addresses",
+  operationId: "listAddresses",
+  tags: ["addresses"],
   summary: "List the caller's addresses by ascending id, one page at a time",
+  description: "At most `limit` (default 50, at most 500) of the caller's addresses after " +
+    "`cursor`, ascending id. `nextCursor` is the opaque cursor of the next page, `null` on the " +
+    "last. Needs the scope `addresses:read` when authentication is on.",
   request: { query: AddressListQuerySchema },
   responses: {
     200: { description: "A page", content: jsonContent(AddressPageSchema) },
     400: errorResponse("`invalid-parameter`: limit or cursor"),
     406: errorResponse("`not-acceptable`"),
+    ...SCOPED_RESPONSES,
   },
 });
 
@@ -127,7 +140,12 @@ export const getAddress = createRoute({
   ...routeAccess("addresses:read"),
   method: "get",
   path: "/addresses/{id}",
+  operationId: "getAddress",
+  tags: ["addresses"],
   summary: "Get one of the caller's addresses",
+  description: "The address with a strong `ETag` (for `If-Match` on writes); `If-None-Match` " +
+    "with that ETag answers 304. Another owner's address is not found (404). Needs the scope " +
+    "`addresses:read` when authentication is on.",
   request: { params: IdParamSchema, headers: IfNoneMatchHeaderSchema },
   responses: {
     200: {
@@ -138,6 +156,7 @@ export const getAddress = createRoute({
     400: errorResponse("`invalid-parameter`"),
     404: errorResponse("`address-not-found` (also another owner's address)"),
     406: errorResponse("`not-acceptable`"),
+    ...SCOPED_RESPONSES,
   },
 });
 
@@ -146,6 +165,8 @@ export const putAddress = createRoute({
   ...routeAccess("addresses:write"),
   method: "put",
   path: "/addresses/{id}",
+  operationId: "putAddress",
+  tags: ["addresses"],
   summary: "Version 1: replace city and postal code, or create with a new id. Version 2: store " +
     "at this id",
   description: "Version 1 (`application/json`, spec 4.6): the caller's existing address gets " +
@@ -154,7 +175,8 @@ export const putAddress = createRoute({
     `id).\n\nVersion 2 (\`${VENDOR_JSON_V2}\` in Content-Type or Accept, RFC 9110): an absent ` +
     "id is created at that id (201, Location of the path; any id from 1 to 2^53-1); the " +
     "caller's existing address is replaced whole, name included (200); repeating the request " +
-    "leaves the same state. An id another owner holds is 409 `id-taken`.",
+    "leaves the same state. An id another owner holds is 409 `id-taken`.\n\nNeeds the scope " +
+    "`addresses:write` when authentication is on.",
   request: { params: IdParamSchema, headers: IfMatchHeaderSchema, body: jsonBody },
   responses: {
     200: addressResponse("Updated"),
@@ -168,7 +190,7 @@ export const putAddress = createRoute({
     412: errorResponse("`precondition-failed`"),
     413: errorResponse("`payload-too-large`"),
     415: unsupported,
-    503: errorResponse("`service-unavailable`"),
+    ...SCOPED_RESPONSES,
   },
 });
 
@@ -177,10 +199,13 @@ export const patchAddress = createRoute({
   ...routeAccess("addresses:write"),
   method: "patch",
   path: "/addresses/{id}",
+  operationId: "patchAddress",
+  tags: ["addresses"],
   summary: "Change some members of an address (JSON Merge Patch, RFC 7396)",
   description: "Only the members sent change; unknown members are ignored; `null` (removing a " +
     "member) is 400 `invalid-field` because every member is required. Another Content-Type is " +
-    `415 with \`Accept-Patch: ${MERGE_PATCH_JSON}\`.`,
+    `415 with \`Accept-Patch: ${MERGE_PATCH_JSON}\`. Needs the scope \`addresses:write\` when ` +
+    "authentication is on.",
   request: {
     params: IdParamSchema,
     headers: IfMatchHeaderSchema,
@@ -197,6 +222,7 @@ export const patchAddress = createRoute({
       ...unsupported,
       headers: { "Accept-Patch": { schema: { type: "string" as const } } },
     },
+    ...SCOPED_RESPONSES,
   },
 });
 
@@ -205,12 +231,17 @@ export const deleteAddress = createRoute({
   ...routeAccess("addresses:write"),
   method: "delete",
   path: "/addresses/{id}",
+  operationId: "deleteAddress",
+  tags: ["addresses"],
   summary: "Delete one of the caller's addresses",
+  description: "Removes the address; its id is never handed out again. Another owner's address " +
+    "is not found (404). Needs the scope `addresses:write` when authentication is on.",
   request: { params: IdParamSchema, headers: IfMatchHeaderSchema },
   responses: {
     204: { description: "Deleted" },
     400: errorResponse("`invalid-parameter`"),
     404: errorResponse("`address-not-found`"),
     412: errorResponse("`precondition-failed`"),
+    ...SCOPED_RESPONSES,
   },
 });

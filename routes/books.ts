@@ -7,6 +7,7 @@ import {
   IfNoneMatchHeaderSchema,
   jsonContent,
   NOT_MODIFIED,
+  SCOPED_RESPONSES,
 } from "../lib/openapi.ts";
 import type { BookStore } from "../store/books.ts";
 import { type AppEnv, preEncoded } from "../lib/app_env.ts";
@@ -18,7 +19,11 @@ const listBooks = createRoute({
   ...routeAccess("books:read"),
   method: "get",
   path: "/rest/books",
+  operationId: "listBooks",
+  tags: ["books"],
   summary: "List all books (ascending id)",
+  description: "The whole catalogue, ascending id, with a strong `ETag`; `If-None-Match` with " +
+    "that ETag answers 304. Needs the scope `books:read` only with `AUTH_BOOKS=required`.",
   request: { headers: IfNoneMatchHeaderSchema },
   responses: {
     200: {
@@ -28,6 +33,7 @@ const listBooks = createRoute({
     },
     304: NOT_MODIFIED,
     406: errorResponse("`not-acceptable`"),
+    ...SCOPED_RESPONSES,
   },
 });
 
@@ -35,7 +41,11 @@ const getBook = createRoute({
   ...routeAccess("books:read"),
   method: "get",
   path: "/api/book/{id}",
+  operationId: "getBook",
+  tags: ["books"],
   summary: "Get one book",
+  description: "One book of the catalogue by its id, with a strong `ETag`; `If-None-Match` " +
+    "with that ETag answers 304. Needs the scope `books:read` only with `AUTH_BOOKS=required`.",
   request: { params: IdParamSchema, headers: IfNoneMatchHeaderSchema },
   responses: {
     200: { description: "The book", headers: CACHED_HEADERS, content: jsonContent(BookSchema) },
@@ -43,6 +53,7 @@ const getBook = createRoute({
     406: errorResponse("`not-acceptable`"),
     400: errorResponse("`invalid-parameter`: id is not a positive integer"),
     404: errorResponse("`book-not-found`"),
+    ...SCOPED_RESPONSES,
   },
 });
 

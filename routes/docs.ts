@@ -1,7 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../lib/app_env.ts";
+import { GATE_RESPONSES } from "../lib/openapi.ts";
 import { apiReferenceRoutes } from "./api_reference.ts";
-import { requires } from "../lib/access.ts";
+import { requires, securityOf } from "../lib/access.ts";
 
 const ERRORS_DOC = new URL("../docs/errors.md", import.meta.url);
 let errorsDoc: Uint8Array<ArrayBuffer> | undefined;
@@ -11,11 +12,62 @@ let errorsDoc: Uint8Array<ArrayBuffer> | undefined;
  * every error's `help` link points to (`/docs/errors`).
  */
 export function docsRoutes(app: OpenAPIHono<AppEnv>): void {
+  documentDocs(app);
   apiReferenceRoutes(app);
   app.get("/docs/errors", requires("public"), async () => {
     errorsDoc ??= await Deno.readFile(ERRORS_DOC);
     return new Response(errorsDoc, {
       headers: { "content-type": "text/markdown; charset=utf-8" },
     });
+  });
+}
+
+const text = (type: string, description: string) => ({
+  description,
+  content: { [type]: { schema: { type: "string" as const } } },
+});
+
+/**
+ * Documents the documentation itself, so that the links of the entry point are operations of
+ * the document too. `/openapi.json` is served by the app (edge/app.ts); its assets are not listed.
+ */
+function documentDocs(app: OpenAPIHono<AppEnv>): void {
+  app.openAPIRegistry.registerPath({
+    method: "get",
+    path: "/openapi.json",
+    operationId: "getOpenApiDocument",
+    security: securityOf("public"),
+    tags: ["service"],
+    summary: "This OpenAPI 3.1 document",
+    description: "The description of the REST API that clients are generated from (JSON Schema " +
+      "2020-12 schemas).",
+    responses: {
+      200: {
+        description: "The OpenAPI document",
+        content: { "application/json": { schema: { type: "object" } } },
+      },
+      ...GATE_RESPONSES,
+    },
+  });
+  app.openAPIRegistry.registerPath({
+    method: "get",
+    path: "/docs",
+    operationId: "getApiReference",
+    security: securityOf("public"),
+    tags: ["service"],
+    summary: "Interactive API reference (Swagger UI)",
+    description: "An HTML page rendering `/openapi.json`; every asset is served by this server.",
+    responses: { 200: text("text/html", "The page"), ...GATE_RESPONSES },
+  });
+  app.openAPIRegistry.registerPath({
+    method: "get",
+    path: "/docs/errors",
+    operationId: "getErrorReference",
+    security: securityOf("public"),
+    tags: ["service"],
+    summary: "The error-code reference",
+    description: "Markdown with one entry per error code; the `help` link of every error points " +
+      "at its entry.",
+    responses: { 200: text("text/markdown", "The reference"), ...GATE_RESPONSES },
   });
 }

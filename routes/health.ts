@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
-import { errorResponse } from "../lib/schemas.ts";
+import { UNAVAILABLE } from "../lib/openapi.ts";
 import type { Store } from "../store/store.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import { routeAccess } from "../lib/access.ts";
@@ -11,9 +11,14 @@ const healthz = createRoute({
   ...routeAccess("probe"),
   method: "get",
   path: "/healthz",
+  operationId: "getLiveness",
+  tags: ["service"],
   summary: "Liveness: 200 while the process serves",
+  description: "Answers while the process serves, whatever the load or the credentials (no " +
+    "token, no rate limit). Under `deno serve`, a server whose start-up failed answers 503.",
   responses: {
     200: { description: "Alive", content: { "application/json": { schema: StatusSchema } } },
+    503: UNAVAILABLE,
   },
 });
 
@@ -21,10 +26,15 @@ const readyz = createRoute({
   ...routeAccess("probe"),
   method: "get",
   path: "/readyz",
+  operationId: "getReadiness",
+  tags: ["service"],
   summary: "Readiness: every listener serves, KV reachable, catalogue seeded, not shutting down",
+  description: "200 once every listener of the process serves, KV answers and the catalogue is " +
+    "seeded; 503 `service-unavailable` otherwise, and while shutting down. No token, no rate " +
+    "limit.",
   responses: {
     200: { description: "Ready", content: { "application/json": { schema: StatusSchema } } },
-    503: errorResponse("`service-unavailable`"),
+    503: UNAVAILABLE,
   },
 });
 

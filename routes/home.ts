@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { type AppEnv, preEncoded } from "../lib/app_env.ts";
 import { jsonHeaders, negotiateJson } from "../lib/negotiate.ts";
-import { jsonContent } from "../lib/openapi.ts";
+import { GATE_RESPONSES, jsonContent } from "../lib/openapi.ts";
 import { errorResponse } from "../lib/schemas.ts";
 import { routeAccess } from "../lib/access.ts";
 
@@ -32,13 +32,18 @@ const entryPoint = createRoute({
   ...routeAccess("public"),
   method: "get",
   path: "/",
+  operationId: "getEntryPoint",
+  tags: ["service"],
   summary: "Entry point: links to every resource",
+  description: "HAL-style `_links` to every resource of the API (`templated` marks an RFC 6570 " +
+    "template), so a client needs to know only this URI (spec 9, rule 4).",
   responses: {
     200: {
       description: "Links; clients need to know only this URI (spec 9, rule 4).",
       content: jsonContent(z.object({ _links: z.record(z.string(), LinkSchema) })),
     },
     406: errorResponse("`not-acceptable`"),
+    ...GATE_RESPONSES,
   },
 });
 

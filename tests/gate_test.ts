@@ -19,7 +19,14 @@ import { hsToken, SECRET } from "./support/tokens.ts";
 import { serveMain } from "./support/served.ts";
 
 const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
-const PUBLIC = new Set(["/", "/healthz", "/readyz", "/openapi.json"]);
+const PUBLIC = new Set([
+  "/",
+  "/healthz",
+  "/readyz",
+  "/openapi.json",
+  "/docs",
+  "/docs/errors",
+]);
 
 type BooksClient = grpc.Client & {
   books(

@@ -5,6 +5,7 @@ import { withHotReads } from "../edge/hot_reads.ts";
 import { createBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
 import { catalogueOnly, entryOf, see } from "./support/answers.ts";
+import { checkContract } from "./support/contract.ts";
 
 Deno.test("the hot catalogue reads answer exactly as the app does", async (t) => {
   const books = createBookStore(await readCatalogue(DEFAULT_BOOKS));
@@ -20,6 +21,8 @@ Deno.test("the hot catalogue reads answer exactly as the app does", async (t) =>
   );
   const plainUrl = `http://127.0.0.1:${plain.addr.port}`;
   const hotUrl = `http://127.0.0.1:${hot.addr.port}`;
+  checkContract(plainUrl);
+  checkContract(hotUrl);
   try {
     const cases: [string, RequestInit][] = [
       ["/rest/books", {}],

@@ -473,11 +473,14 @@ Deno.test("the OpenAPI document covers v2, PATCH, conditional and idempotency he
       "200",
       "201",
       "400",
+      "401",
+      "403",
       "406",
       "409",
       "412",
       "413",
       "415",
+      "429",
       "503",
     ]);
     assert.deepEqual(headerNames(put), ["if-match"]);
@@ -507,12 +510,19 @@ Deno.test("the OpenAPI document covers v2, PATCH, conditional and idempotency he
       assert.ok(read.responses["200"].headers.ETag, `${path} ETag`);
     }
     assert.ok(op("/", "get"), "the entry point");
-    // Every error answer documents the detailed error body.
+    // Every error answer documents the detailed error body and RFC 7807.
     for (const operations of Object.values(doc.paths) as Record<string, unknown>[]) {
       for (const operation of Object.values(operations) as { responses: object }[]) {
-        for (const [status, response] of Object.entries(operation.responses)) {
+        for (const [status, entry] of Object.entries(operation.responses)) {
           if (Number(status) < 400) continue;
-          assert.ok((response as { content?: object }).content?.["application/json" as never]);
+          // Answers shared by many operations are references to `components.responses`.
+          const ref = (entry as { $ref?: string }).$ref;
+          const response = ref === undefined
+            ? entry
+            : doc.components.responses[ref.split("/").at(-1)!];
+          const content = (response as { content?: object }).content;
+          assert.ok(content?.["application/json" as never]);
+          assert.ok(content?.["application/problem+json" as never]);
         }
       }
     }

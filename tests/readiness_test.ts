@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { checkContract } from "./support/contract.ts";
 import { accepts, freePort, spawnDeno, statusOf, waitFor } from "./support/process.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -19,6 +20,7 @@ Deno.test("readyz: 200 only once both listeners serve, 503 while the gRPC child 
     },
   );
   const readyz = `http://127.0.0.1:${httpPort}/readyz`;
+  checkContract(readyz);
   let code;
   try {
     // Polled as fast as it answers, from before the HTTP port accepts.

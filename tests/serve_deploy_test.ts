@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createAndRead, exerciseOnePort, serveMain } from "./support/served.ts";
 import { accepts, freePort, spawnDeno, statusOf, waitFor } from "./support/process.ts";
+import { checkContract } from "./support/contract.ts";
 
 /** Where Deno keeps an origin's storage; `Deno.openKv()` without a path opens a file there. */
 async function originStorage(origin: string): Promise<string> {
@@ -78,6 +79,7 @@ Deno.test("Deploy simulation under deno run: one port, no gRPC child", async () 
     cwd,
   );
   const baseUrl = `http://127.0.0.1:${port}`;
+  checkContract(baseUrl);
   try {
     await waitFor(
       "readiness",

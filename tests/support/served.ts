@@ -3,6 +3,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { BooksResponseSchema, BooksService } from "../../rpc/gen/books/v1/books_pb.ts";
+import { checkContract } from "./contract.ts";
 import { freePort, spawnDeno, type Spawned, statusOf, waitFor } from "./process.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -44,6 +45,7 @@ export async function serveMain(options: {
   const env = { ...options.env, ...(options.workers ? { DENO_JOBS: String(workers) } : {}) };
   const process = spawnDeno(args, env, options.cwd);
   const baseUrl = `http://127.0.0.1:${port}`;
+  checkContract(baseUrl);
   try {
     // Each worker opens storage on start-up; readiness answers once the answering one has.
     await waitFor(

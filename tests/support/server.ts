@@ -1,6 +1,7 @@
 import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
 import { type RunningServer, startServer } from "../../main.ts";
+import { checkContract } from "./contract.ts";
 
 /** An in-process server on port 0 with a temporary KV file, and the log lines it wrote. */
 export interface TestServer extends RunningServer {
@@ -29,6 +30,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     },
   });
   const server = await startServer(config, { logger });
+  checkContract(server.httpUrl);
   return {
     ...server,
     kvPath,
@@ -86,6 +88,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
       throw new Error(`server did not start:\n${text}`);
     } else await new Promise((r) => setTimeout(r, 25));
   }
+  checkContract(String(listening.http));
   return {
     httpUrl: String(listening.http),
     grpcUrl: listening.grpc === undefined ? undefined : String(listening.grpc),

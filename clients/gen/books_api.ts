@@ -1,0 +1,1193 @@
+// Generated from /openapi.json by openapi-typescript (clients/generate.ts): do not edit.
+// Regenerate with `deno task generate:client`; `deno task check` fails when stale.
+
+export interface paths {
+    "/rest/books": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List all books (ascending id)
+         * @description The whole catalogue, ascending id, with a strong `ETag`; `If-None-Match` with that ETag answers 304. Needs the scope `books:read` only with `AUTH_BOOKS=required`.
+         */
+        get: operations["listBooks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/book/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one book
+         * @description One book of the catalogue by its id, with a strong `ETag`; `If-None-Match` with that ETag answers 304. Needs the scope `books:read` only with `AUTH_BOOKS=required`.
+         */
+        get: operations["getBook"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/addresses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the caller's addresses by ascending id, one page at a time
+         * @description At most `limit` (default 50, at most 500) of the caller's addresses after `cursor`, ascending id. `nextCursor` is the opaque cursor of the next page, `null` on the last. Needs the scope `addresses:read` when authentication is on.
+         */
+        get: operations["listAddresses"];
+        put?: never;
+        /**
+         * Create an address (every request creates a new one, unless Idempotency-Key repeats)
+         * @description Stores the address for the caller with a newly generated id and answers it with `Location` and `ETag` (spec 4.5). Fields are trimmed; unknown members are ignored. With `Idempotency-Key` a retried request replays the first answer instead of creating another address. Needs the scope `addresses:write` when authentication is on.
+         */
+        post: operations["createAddress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/addresses/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one of the caller's addresses
+         * @description The address with a strong `ETag` (for `If-Match` on writes); `If-None-Match` with that ETag answers 304. Another owner's address is not found (404). Needs the scope `addresses:read` when authentication is on.
+         */
+        get: operations["getAddress"];
+        /**
+         * Version 1: replace city and postal code, or create with a new id. Version 2: store at this id
+         * @description Version 1 (`application/json`, spec 4.6): the caller's existing address gets city and postalCode from the body and keeps its name (200); otherwise (absent, or another owner's) the body is stored as a new address with a generated id (201, Location of that id).
+         *
+         *     Version 2 (`application/vnd.books.v2+json` in Content-Type or Accept, RFC 9110): an absent id is created at that id (201, Location of the path; any id from 1 to 2^53-1); the caller's existing address is replaced whole, name included (200); repeating the request leaves the same state. An id another owner holds is 409 `id-taken`.
+         *
+         *     Needs the scope `addresses:write` when authentication is on.
+         */
+        put: operations["putAddress"];
+        post?: never;
+        /**
+         * Delete one of the caller's addresses
+         * @description Removes the address; its id is never handed out again. Another owner's address is not found (404). Needs the scope `addresses:write` when authentication is on.
+         */
+        delete: operations["deleteAddress"];
+        options?: never;
+        head?: never;
+        /**
+         * Change some members of an address (JSON Merge Patch, RFC 7396)
+         * @description Only the members sent change; unknown members are ignored; `null` (removing a member) is 400 `invalid-field` because every member is required. Another Content-Type is 415 with `Accept-Patch: application/merge-patch+json`. Needs the scope `addresses:write` when authentication is on.
+         */
+        patch: operations["patchAddress"];
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness: 200 while the process serves
+         * @description Answers while the process serves, whatever the load or the credentials (no token, no rate limit). Under `deno serve`, a server whose start-up failed answers 503.
+         */
+        get: operations["getLiveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness: every listener serves, KV reachable, catalogue seeded, not shutting down
+         * @description 200 once every listener of the process serves, KV answers and the catalogue is seeded; 503 `service-unavailable` otherwise, and while shutting down. No token, no rate limit.
+         */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This OpenAPI 3.1 document
+         * @description The description of the REST API that clients are generated from (JSON Schema 2020-12 schemas).
+         */
+        get: operations["getOpenApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Interactive API reference (Swagger UI)
+         * @description An HTML page rendering `/openapi.json`; every asset is served by this server.
+         */
+        get: operations["getApiReference"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The error-code reference
+         * @description Markdown with one entry per error code; the `help` link of every error points at its entry.
+         */
+        get: operations["getErrorReference"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Entry point: links to every resource
+         * @description HAL-style `_links` to every resource of the API (`templated` marks an RFC 6570 template), so a client needs to know only this URI (spec 9, rule 4).
+         */
+        get: operations["getEntryPoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        Errors: {
+            errors: {
+                /** @example book-not-found */
+                error: string;
+                message: string;
+                detail: string;
+                /**
+                 * Format: uri-reference
+                 * @description The entry of the error code in the error reference (`/docs/errors#<code>`).
+                 * @example /docs/errors#book-not-found
+                 */
+                help?: string;
+            }[];
+        };
+        Problem: {
+            /**
+             * Format: uri-reference
+             * @description The error code's entry in the error reference.
+             * @example /docs/errors#book-not-found
+             */
+            type: string;
+            /** @example The book was not found. */
+            title: string;
+            /** @example 404 */
+            status: number;
+            /** @example No book has id 99999. */
+            detail: string;
+            /**
+             * Format: uri-reference
+             * @description The path and the request id of this occurrence.
+             * @example /api/book/99999#request-5b0c1f8e-0a43-4c53-9d0b-0f6f7d2a4f11
+             */
+            instance: string;
+            /** @description Every problem of the request (the first one is `type` and `detail`). */
+            errors: {
+                error: string;
+                detail: string;
+            }[];
+        };
+        Book: {
+            /** @example 1 */
+            id: number;
+            /** @example Things Fall Apart */
+            title: string;
+            /** @example 1958 */
+            year: number;
+            author: components["schemas"]["Author"];
+        };
+        Author: {
+            firstName: string;
+            lastName: string;
+        };
+        Address: {
+            /** @example 1 */
+            id: number;
+            name: string;
+            city: string;
+            postalCode: string;
+        };
+        AddressInput: {
+            /** @example Ada Lovelace */
+            name: string;
+            /** @example London */
+            city: string;
+            /**
+             * @description Letters and digits of any script, spaces and hyphens; at most 20 characters after trimming.
+             * @example W1J 7NT
+             */
+            postalCode: string;
+        };
+        AddressPage: {
+            addresses: components["schemas"]["Address"][];
+            /** @description Opaque cursor for the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        AddressMergePatch: {
+            /** @example Ada Lovelace */
+            name?: string;
+            /** @example London */
+            city?: string;
+            /**
+             * @description Letters and digits of any script, spaces and hyphens; at most 20 characters after trimming.
+             * @example W1J 7NT
+             */
+            postalCode?: string;
+        };
+        Status: {
+            status: string;
+        };
+    };
+    responses: {
+        /** @description `unauthorized`: a token is needed and none was sent, or the token sent is not valid (when authentication is configured). */
+        Unauthorized: {
+            headers: {
+                /** @description The challenge: `Bearer realm="books"`, with `error="invalid_token"` when a token was sent. */
+                "WWW-Authenticate": string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Errors"];
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `forbidden`: the token lacks the scope this operation needs. */
+        Forbidden: {
+            headers: {
+                /** @description Names the scope: `Bearer error="insufficient_scope", scope="…"`. */
+                "WWW-Authenticate": string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Errors"];
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `rate-limited`: over the rate limit (`RATE_LIMIT`). */
+        RateLimited: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After": number;
+                /** @description The quota left (IETF httpapi draft). */
+                RateLimit?: string;
+                /** @description The quota (IETF httpapi draft). */
+                "RateLimit-Policy"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Errors"];
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `service-unavailable`: storage busy past the retry budget or unreachable, token keys unavailable, the server shutting down, or (under `deno serve`) start-up failed. */
+        ServiceUnavailable: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Errors"];
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+    };
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    listBooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETags (or `*`) the client holds; a match answers 304 without a body. */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every book of the catalogue */
+            200: {
+                headers: {
+                    /** @description Strong validator of this representation (If-None-Match, If-Match). */
+                    ETag?: string;
+                    /** @description `max-age=300` for books, `private, no-cache` for addresses. */
+                    "Cache-Control"?: string;
+                    /** @description `Accept`: the media type follows Accept. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Book"][];
+                    "application/vnd.books.v1+json": components["schemas"]["Book"][];
+                    "application/vnd.books.v2+json": components["schemas"]["Book"][];
+                };
+            };
+            /** @description Not Modified: `If-None-Match` matched the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description Strong validator of this representation (If-None-Match, If-Match). */
+                    ETag?: string;
+                    /** @description `max-age=300` for books, `private, no-cache` for addresses. */
+                    "Cache-Control"?: string;
+                    /** @description `Accept`: the media type follows Accept. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETags (or `*`) the client holds; a match answers 304 without a body. */
+                "if-none-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The book */
+            200: {
+                headers: {
+                    /** @description Strong validator of this representation (If-None-Match, If-Match). */
+                    ETag?: string;
+                    /** @description `max-age=300` for books, `private, no-cache` for addresses. */
+                    "Cache-Control"?: string;
+                    /** @description `Accept`: the media type follows Accept. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Book"];
+                    "application/vnd.books.v1+json": components["schemas"]["Book"];
+                    "application/vnd.books.v2+json": components["schemas"]["Book"];
+                };
+            };
+            /** @description Not Modified: `If-None-Match` matched the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description Strong validator of this representation (If-None-Match, If-Match). */
+                    ETag?: string;
+                    /** @description `max-age=300` for books, `private, no-cache` for addresses. */
+                    "Cache-Control"?: string;
+                    /** @description `Accept`: the media type follows Accept. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid-parameter`: id is not a positive integer */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `book-not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAddresses: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddressPage"];
+                    "application/vnd.books.v1+json": components["schemas"]["AddressPage"];
+                    "application/vnd.books.v2+json": components["schemas"]["AddressPage"];
+                };
+            };
+            /** @description `invalid-parameter`: limit or cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createAddress: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry for 24 hours: the same key with the same body replays the first response (status, body, Location, ETag; `Idempotent-Replayed: true`) and creates nothing; with another body it is 422 `idempotency-key-reused`; while the first is still running with another body, 409 `request-in-progress`. Scoped to the caller. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description `application/json` or `application/vnd.books.v1+json` is version 1; `application/vnd.books.v2+json` (here or in Accept) is version 2. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddressInput"];
+                "application/vnd.books.v1+json": components["schemas"]["AddressInput"];
+                "application/vnd.books.v2+json": components["schemas"]["AddressInput"];
+            };
+        };
+        responses: {
+            /** @description Created (or replayed by Idempotency-Key) */
+            201: {
+                headers: {
+                    /** @description Strong validator (If-Match). */
+                    ETag?: string;
+                    Vary?: string;
+                    /** @description `/addresses/{id}` of the address. */
+                    Location?: string;
+                    /** @description `true` when the answer replays an earlier request with the same key. */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Address"];
+                    "application/vnd.books.v1+json": components["schemas"]["Address"];
+                    "application/vnd.books.v2+json": components["schemas"]["Address"];
+                };
+            };
+            /** @description `invalid-body`, `invalid-field` or `invalid-parameter` (Idempotency-Key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `request-in-progress` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported-media-type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency-key-reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAddress: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETags (or `*`) the client holds; a match answers 304 without a body. */
+                "if-none-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The address */
+            200: {
+                headers: {
+                    /** @description Strong validator of this representation (If-None-Match, If-Match). */
+                    ETag?: string;
+                    /** @description `max-age=300` for books, `private, no-cache` for addresses. */
+                    "Cache-Control"?: string;
+                    /** @description `Accept`: the media type follows Accept. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Address"];
+                    "application/vnd.books.v1+json": components["schemas"]["Address"];
+                    "application/vnd.books.v2+json": components["schemas"]["Address"];
+                };
+            };
+            /** @description Not Modified: `If-None-Match` matched the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description Strong validator of this representation (If-None-Match, If-Match). */
+                    ETag?: string;
+                    /** @description `max-age=300` for books, `private, no-cache` for addresses. */
+                    "Cache-Control"?: string;
+                    /** @description `Accept`: the media type follows Accept. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid-parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `address-not-found` (also another owner's address) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putAddress: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only act if the address still has one of these ETags, or exists for `*` (else 412 `precondition-failed`). */
+                "if-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        /** @description `application/json` or `application/vnd.books.v1+json` is version 1; `application/vnd.books.v2+json` (here or in Accept) is version 2. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddressInput"];
+                "application/vnd.books.v1+json": components["schemas"]["AddressInput"];
+                "application/vnd.books.v2+json": components["schemas"]["AddressInput"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    /** @description Strong validator (If-Match). */
+                    ETag?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Address"];
+                    "application/vnd.books.v1+json": components["schemas"]["Address"];
+                    "application/vnd.books.v2+json": components["schemas"]["Address"];
+                };
+            };
+            /** @description Created (version 1: a generated id; version 2: the path id) */
+            201: {
+                headers: {
+                    /** @description Strong validator (If-Match). */
+                    ETag?: string;
+                    Vary?: string;
+                    /** @description `/addresses/{id}` of the address. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Address"];
+                    "application/vnd.books.v1+json": components["schemas"]["Address"];
+                    "application/vnd.books.v2+json": components["schemas"]["Address"];
+                };
+            };
+            /** @description `invalid-body`, `invalid-field` or `invalid-parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `id-taken` (version 2) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition-failed` */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported-media-type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteAddress: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only act if the address still has one of these ETags, or exists for `*` (else 412 `precondition-failed`). */
+                "if-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid-parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `address-not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition-failed` */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    patchAddress: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Only act if the address still has one of these ETags, or exists for `*` (else 412 `precondition-failed`). */
+                "if-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["AddressMergePatch"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    /** @description Strong validator (If-Match). */
+                    ETag?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Address"];
+                    "application/vnd.books.v1+json": components["schemas"]["Address"];
+                    "application/vnd.books.v2+json": components["schemas"]["Address"];
+                };
+            };
+            /** @description `invalid-body`, `invalid-field` or `invalid-parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `address-not-found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition-failed` */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload-too-large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported-media-type` */
+            415: {
+                headers: {
+                    "Accept-Patch"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Alive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOpenApiDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getApiReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getErrorReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reference */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/markdown": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEntryPoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Links; clients need to know only this URI (spec 9, rule 4). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        _links: {
+                            [key: string]: {
+                                href: string;
+                                title: string;
+                                templated?: boolean;
+                            };
+                        };
+                    };
+                    "application/vnd.books.v1+json": {
+                        _links: {
+                            [key: string]: {
+                                href: string;
+                                title: string;
+                                templated?: boolean;
+                            };
+                        };
+                    };
+                    "application/vnd.books.v2+json": {
+                        _links: {
+                            [key: string]: {
+                                href: string;
+                                title: string;
+                                templated?: boolean;
+                            };
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+}
