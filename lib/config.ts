@@ -43,6 +43,8 @@ const ConfigSchema = z.object({
     "must be * or comma-separated origins such as " +
       "https://app.example.com",
   ).optional(),
+  MIGRATE_ON_START: z.enum(["true", "false"], "must be true or false").default("false"),
+  MAX_ADDRESSES_PER_OWNER: positiveInt.default(10000),
   // Set by Deno Deploy in every deployment.
   DENO_DEPLOYMENT_ID: z.string().min(1).optional(),
 });
@@ -88,6 +90,10 @@ export interface Config {
   rateLimit: RateLimitConfig | undefined;
   /** `CORS_ORIGINS`: `*` or the allowed origins; undefined when off. */
   corsOrigins: "*" | string[] | undefined;
+  /** `MIGRATE_ON_START`: migrate an older storage layout at start-up instead of refusing. */
+  migrateOnStart: boolean;
+  /** `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`. */
+  maxAddressesPerOwner: number;
 }
 
 /** Authentication settings (`AUTH_*`). At least one key source is set. */
@@ -203,5 +209,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       : origins === "*"
       ? "*"
       : origins.split(",").map((o) => o.trim()),
+    migrateOnStart: c.MIGRATE_ON_START === "true",
+    maxAddressesPerOwner: c.MAX_ADDRESSES_PER_OWNER,
   };
 }
