@@ -393,6 +393,11 @@ function brokenStore(): Store {
       patch: fail,
       delete: fail,
       list: fail,
+      exportAll: async function* () {
+        await fail();
+        yield* [];
+      },
+      erase: fail,
     },
     ping: fail,
   };
