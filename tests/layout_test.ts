@@ -15,6 +15,7 @@ import {
   writeLayout1,
 } from "./support/kv_tools.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
+import { serveMain } from "./support/served.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
 const FIXTURE: Layout1Fixture = JSON.parse(
@@ -165,6 +166,31 @@ Deno.test("MIGRATE_ON_START=true: two servers starting together on the fixture m
     const entries = await dumpFile(path);
     assert.deepEqual(layoutOf(entries), { version: 2 });
     assert.deepEqual(countsOf(entries), { "": 4, alice: 5, bob: 7 }, "each address counted once");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno serve --parallel with MIGRATE_ON_START=true: the workers migrate the fixture together, once", async () => {
+  const { dir, path } = await tempKv();
+  try {
+    await withKv(path, (kv) => loadKv(kv, FIXTURE.entries));
+    const server = await serveMain({
+      permissions: ["--allow-net", "--allow-env", "--allow-read", `--allow-write=${dir}`],
+      env: { KV_PATH: path, LOG_LEVEL: "warn", MIGRATE_ON_START: "true" },
+      workers: 2,
+    });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const page = await (await fetch(`${server.baseUrl}/addresses`)).json();
+        assert.deepEqual(page.addresses, FIXTURE.listed[""]);
+      }
+    } finally {
+      await server.stop();
+    }
+    const entries = await dumpFile(path);
+    assert.deepEqual(layoutOf(entries), { version: 2 });
+    assert.deepEqual(countsOf(entries), { "": 4, alice: 5, bob: 7 });
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
