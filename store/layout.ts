@@ -53,9 +53,13 @@ async function isEmpty(kv: Deno.Kv): Promise<boolean> {
 
 /** Reads the layout key; an unversioned KV is layout 1, or fresh (null) when empty. */
 export async function readLayout(kv: Deno.Kv, label: string): Promise<LayoutState> {
-  const entry = await withKvRetry(() => kv.get<LayoutValue>(LAYOUT_KEY));
+  let entry = await withKvRetry(() => kv.get<LayoutValue>(LAYOUT_KEY));
   if (entry.value === null) {
-    return { entry, version: (await isEmpty(kv)) ? null : 1, migratingTo: undefined };
+    const empty = await isEmpty(kv);
+    // Read again after the listing: a process that initialised the KV in between (and seeded
+    // it, so it is not empty now) wrote the layout key before any other key.
+    entry = await withKvRetry(() => kv.get<LayoutValue>(LAYOUT_KEY));
+    if (entry.value === null) return { entry, version: empty ? null : 1, migratingTo: undefined };
   }
   if (!isLayoutValue(entry.value)) {
     throw new LayoutError(`the KV (${label}) has a layout key this version does not recognise`);

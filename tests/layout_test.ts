@@ -71,6 +71,33 @@ Deno.test("a fresh KV is marked with the current layout, once, when several open
   });
 });
 
+Deno.test("regression: a server that finds no layout key while another initialises and seeds is not fooled into layout 1", async () => {
+  using kv = await Deno.openKv(":memory:");
+  // The interleaving two processes starting together on a fresh KV once hit: the first reads no
+  // layout key, the second initialises and seeds the catalogue, then the first lists the KV.
+  let other: Promise<unknown> | undefined;
+  const first = new Proxy(kv, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target);
+      if (name === "list" && other === undefined) {
+        other = openStore(kv, { seedBooks: [], label: "other" });
+        return (...args: Parameters<Deno.Kv["list"]>) => {
+          const listed = (async function* () {
+            await other;
+            yield* target.list(...args);
+          })();
+          return listed;
+        };
+      }
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const store = await openStore(first, { seedBooks: [], label: "first" });
+  assert.ok(other, "the interleaving happened");
+  assert.equal(typeof store.addresses.create, "function");
+  assert.deepEqual((await kv.get(["meta", "layout"])).value, { version: CURRENT_LAYOUT });
+});
+
 Deno.test("today's KV (layout 1, the fixture): refused without a migration, then migrated by deno task migrate", async () => {
   const { dir, path } = await tempKv();
   try {
