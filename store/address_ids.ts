@@ -9,13 +9,13 @@ import {
   IDEMPOTENCY_TTL_MS,
   idempotencyKey,
   type IdempotencyRecord,
-  isExpired,
   MAX_ID,
   NEXT_TAKEN,
   ownerKey,
   RECORD_VERSION,
 } from "./address_keys.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "./kv_retry.ts";
+import { settleStoredKeys, type Waiter } from "./idempotency_keys.ts";
 import { type LayoutGuard, NO_GUARD } from "./layout.ts";
 import {
   countOf,
@@ -45,16 +45,6 @@ export interface AddressStoreOptions {
   guard?: LayoutGuard;
 }
 
-interface Waiter {
-  owner: string;
-  input: AddressInput;
-  key: string | undefined;
-  /** An expired record of the same key that this creation overwrites (checked unchanged). */
-  replacing?: Deno.KvEntry<IdempotencyRecord> | undefined;
-  resolve(value: Created): void;
-  reject(reason: unknown): void;
-}
-
 // Deno KV limits one atomic operation to 1000 mutations, 100 checks, 800 KiB of mutation data
 // and 80 KiB of keys; a batch stays below each.
 // The counter takes one mutation and one check, NEXT_TAKEN one mutation, the layout one check;
@@ -75,19 +65,6 @@ function costOf(w: Waiter) {
     values: (2 + keyed) * (text * 3 + ownerBytes + (w.key?.length ?? 0) + 120),
     keys: 2 * ownerBytes + 64 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32),
   };
-}
-
-/** True when an Idempotency-Key's first creation was made from the same input. */
-export function sameInput(a: AddressInput, b: AddressInput): boolean {
-  return a.name === b.name && a.city === b.city && a.postalCode === b.postalCode;
-}
-
-/** The error for a key used before with another body. */
-export function keyReused(): AppError {
-  return new AppError(
-    "idempotency-key-reused",
-    "This Idempotency-Key was used with another request body.",
-  );
 }
 
 /** The id counter and NEXT_TAKEN, read in one snapshot. */
@@ -172,41 +149,6 @@ export function createIdAllocator(
   const queue: Waiter[] = [];
   let draining = false;
 
-  /**
-   * Answers keyed waiters whose key is stored already; returns the others. An expired record of
-   * the key does not replay: the creation overwrites it.
-   */
-  async function settleStoredKeys(batch: Waiter[]): Promise<Waiter[]> {
-    const keyed = batch.filter((w) => w.key !== undefined);
-    if (keyed.length === 0) return batch;
-    const settled = new Set<Waiter>();
-    const now = Date.now();
-    for (let i = 0; i < keyed.length; i += 10) {
-      const chunk = keyed.slice(i, i + 10);
-      const entries = await withKvRetry(() =>
-        kv.getMany<IdempotencyRecord[]>(chunk.map((w) => idempotencyKey(w.owner, w.key!)))
-      );
-      entries.forEach((entry, j) => {
-        const w = chunk[j]!;
-        w.replacing = undefined;
-        if (entry.value === null) return;
-        if (isExpired(entry.value, now)) {
-          w.replacing = entry as Deno.KvEntry<IdempotencyRecord>;
-          return;
-        }
-        settled.add(w);
-        if (sameInput(entry.value.address, w.input)) {
-          w.resolve({
-            address: entry.value.address,
-            versionstamp: entry.value.versionstamp ?? entry.versionstamp,
-            replayed: true,
-          });
-        } else w.reject(keyReused());
-      });
-    }
-    return settled.size === 0 ? batch : batch.filter((w) => !settled.has(w));
-  }
-
   /** What a creation adds to its owner's count: an orphaned key it overwrites gives one back. */
   function delta(w: Waiter): number {
     return w.replacing?.value.orphan ? 0 : 1;
@@ -245,7 +187,7 @@ export function createIdAllocator(
   /** Commits a prefix of `batch`; returns the waiters left for the next round. */
   async function commitBatch(batch: Waiter[]): Promise<Waiter[]> {
     for (let conflicts = 0;; conflicts++) {
-      batch = await settleStoredKeys(batch);
+      batch = await settleStoredKeys(kv, batch);
       if (batch.length === 0) return [];
       const owners = [...new Set(batch.map((w) => w.owner))];
       const [state, counts] = await readBatchState(kv, owners);

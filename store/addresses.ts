@@ -6,8 +6,8 @@ import {
   createIdAllocator,
   notePutAt,
   readIdState,
-  sameInput,
 } from "./address_ids.ts";
+import { sameInput } from "./idempotency_keys.ts";
 import {
   addressKey,
   type AddressRecord,
@@ -101,6 +101,15 @@ export interface AddressStore {
  * a 255-character key stays under KV's 2048-byte key limit.
  */
 export const MAX_OWNER_LENGTH = 512;
+
+/** The 403 for an owner too long to be part of a KV key; undefined for any other. */
+function ownerRefused(owner: string): AppError | undefined {
+  if (owner.length <= MAX_OWNER_LENGTH) return undefined;
+  return new AppError(
+    "forbidden",
+    `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
+  );
+}
 
 /** If-Match semantics (RFC 9110 13.1.1): `*` matches any current version. */
 function matches(ifMatch: readonly string[], versionstamp: string): boolean {
@@ -343,15 +352,8 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   const owned =
     <A extends unknown[], R>(method: (owner: string, ...rest: A) => Promise<R>) =>
     (owner: string, ...rest: A): Promise<R> => {
-      if (owner.length > MAX_OWNER_LENGTH) {
-        return Promise.reject(
-          new AppError(
-            "forbidden",
-            `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
-          ),
-        );
-      }
-      return method(owner, ...rest);
+      const refused = ownerRefused(owner);
+      return refused ? Promise.reject(refused) : method(owner, ...rest);
     };
   return {
     create: owned(create),
@@ -362,7 +364,8 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     delete: owned(remove),
     list: owned(list),
     exportAll: async function* (owner) {
-      await owned(() => Promise.resolve())(owner);
+      const refused = ownerRefused(owner);
+      if (refused) throw refused;
       yield* ownerAddresses(kv, owner);
     },
     erase: owned((owner) => eraseOwner(kv, guard, owner)),

@@ -236,6 +236,8 @@ Deno.test("an owner too long for a KV key is refused with 403, never a KV TypeEr
       () => store.putAt(tooLong, 1, input),
       () => store.patch(tooLong, 1, (c) => c),
       () => store.delete(tooLong, 1),
+      () => store.erase(tooLong),
+      () => store.exportAll(tooLong).next(),
     ]
   ) await assert.rejects(call(), isCode("forbidden"));
 });
