@@ -40,6 +40,8 @@ export async function startOurs(
     HOST: "127.0.0.1",
     KV_PATH: `${options.kvDir}/kv.sqlite3`,
     LOG_LEVEL: "info",
+    // The create workloads store far more than the default quota for their one owner.
+    MAX_ADDRESSES_PER_OWNER: "999999999",
   };
   if (options.booksFile) env.BOOKS_FILE = options.booksFile;
   return await startService({

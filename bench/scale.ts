@@ -5,6 +5,7 @@ import { startRawDeno, writeRoutes } from "./peer_services.ts";
 import { answer, BOOKS_QUERY, learnGraphql } from "./reference.ts";
 import type { Contender, Workload } from "./runner.ts";
 import { openAddressStore } from "../store/addresses.ts";
+import { openLayout } from "../store/migrate.ts";
 
 /** Catalogue sizes of the scaling run. */
 export const BOOK_COUNTS = [10, 1_000, 10_000];
@@ -35,7 +36,10 @@ async function fetchBytes(url: string): Promise<Uint8Array> {
 async function seedAddresses(kvPath: string, count: number): Promise<void> {
   const kv = await Deno.openKv(kvPath);
   try {
-    const store = openAddressStore(kv, { maxBatch: 500 });
+    // Marks the fresh KV with the current layout first, as a server would; one owner holds them
+    // all, past the default quota (the server started on it only reads).
+    const guard = await openLayout(kv, kvPath, { migrateOnStart: false });
+    const store = openAddressStore(kv, { maxBatch: 500, maxPerOwner: Infinity, guard });
     for (let done = 0; done < count; done += 5_000) {
       const n = Math.min(5_000, count - done);
       await Promise.all(Array.from({ length: n }, () => store.create("", ADDRESS_INPUT)));

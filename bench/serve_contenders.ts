@@ -55,6 +55,7 @@ export async function startServed(
       DENO_JOBS: String(SERVE_WORKERS),
       KV_PATH: `${options.kvDir}/kv.sqlite3`,
       LOG_LEVEL: "info",
+      MAX_ADDRESSES_PER_OWNER: "999999999",
     },
     cwd: place.root,
     cpus: place.serverCpus,

@@ -5,6 +5,7 @@ import { invalidInput } from "../lib/invalid_input.ts";
 import type { Logger } from "../lib/log.ts";
 import type { Store } from "../store/store.ts";
 import { addressRoutes } from "../routes/addresses.ts";
+import { ownerDataRoutes } from "../routes/owner_data.ts";
 import { booksRoutes } from "../routes/books.ts";
 import { docsRoutes } from "../routes/docs.ts";
 import { homeRoutes } from "../routes/home.ts";
@@ -68,6 +69,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.use("/addresses/*", jsonObjectBody(deps.maxBodyBytes));
 
   booksRoutes(deps.store.books, app);
+  // Before the address routes: `/addresses/export` must not be taken for `/addresses/{id}`.
+  ownerDataRoutes(deps.store.addresses, app);
   addressRoutes(deps.store.addresses, app);
   healthRoutes({
     store: deps.store,

@@ -17,6 +17,7 @@ import { type GrpcListener, startGrpcListener } from "../rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "../rpc/grpc_supervisor.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
 import { openStore } from "../store/store.ts";
+import { kvLabel } from "../store/kv_label.ts";
 import type { BookStore } from "../store/books.ts";
 
 /** A started server: its bound URLs and a graceful stop. */
@@ -50,11 +51,7 @@ export interface Edge {
   caches: EdgeCaches;
 }
 
-/** How the listening line names the KV in use (never a URL: it may carry a token). */
-export function kvLabel(config: Config): string {
-  if (config.kvPlatform) return "platform";
-  return /^https?:\/\//.test(config.kvPath) ? "remote" : config.kvPath;
-}
+export { kvLabel } from "../store/kv_label.ts";
 
 /**
  * Opens storage and composes the HTTP edge. `isListening` and `isShuttingDown` feed readiness:
@@ -72,7 +69,15 @@ export async function openEdge(
   const kv = await openKv(config.kvPlatform ? undefined : config.kvPath);
   let store;
   try {
-    store = await openStore(kv, { seedBooks });
+    store = await openStore(kv, {
+      seedBooks,
+      label: kvLabel(config),
+      migrateOnStart: config.migrateOnStart,
+      addresses: { maxPerOwner: config.maxAddressesPerOwner },
+      onMigration: (e) => {
+        if (e.done) logger.info("storage migrated", { from: e.from, to: e.to });
+      },
+    });
   } catch (error) {
     kv.close();
     throw error;

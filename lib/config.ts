@@ -50,6 +50,8 @@ const ConfigSchema = z.object({
     validPublicUrl,
     "must be an absolute http(s) URL without query, fragment or credentials",
   ).optional(),
+  MIGRATE_ON_START: z.enum(["true", "false"], "must be true or false").default("false"),
+  MAX_ADDRESSES_PER_OWNER: positiveInt.default(10000),
   // Set by Deno Deploy in every deployment.
   DENO_DEPLOYMENT_ID: z.string().min(1).optional(),
 });
@@ -122,6 +124,10 @@ export interface Config {
    * with it; undefined when unset (links are then relative).
    */
   publicUrl: string | undefined;
+  /** `MIGRATE_ON_START`: migrate an older storage layout at start-up instead of refusing. */
+  migrateOnStart: boolean;
+  /** `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`. */
+  maxAddressesPerOwner: number;
 }
 
 /** Authentication settings (`AUTH_*`). At least one key source is set. */
@@ -250,5 +256,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ? "*"
       : origins.split(",").map((o) => o.trim()),
     publicUrl: c.PUBLIC_URL === undefined ? undefined : publicBase(c.PUBLIC_URL),
+    migrateOnStart: c.MIGRATE_ON_START === "true",
+    maxAddressesPerOwner: c.MAX_ADDRESSES_PER_OWNER,
   };
 }

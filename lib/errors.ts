@@ -18,7 +18,9 @@ export type ErrorCode =
   | "not-acceptable"
   | "id-taken"
   | "request-in-progress"
+  | "quota-exceeded"
   | "precondition-failed"
+  | "precondition-required"
   | "payload-too-large"
   | "unsupported-media-type"
   | "idempotency-key-reused"
@@ -121,11 +123,25 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
       de: "Dieselbe Anfrage wird noch bearbeitet. Bitte gleich erneut versuchen.",
     },
   },
+  "quota-exceeded": {
+    status: 409,
+    messages: {
+      en: "You have stored as many addresses as allowed. Please delete some first.",
+      de: "Sie haben so viele Adressen gespeichert wie erlaubt. Bitte löschen Sie zuerst welche.",
+    },
+  },
   "precondition-failed": {
     status: 412,
     messages: {
       en: "The data was changed in the meantime. Please reload.",
       de: "Die Daten wurden zwischenzeitlich geändert. Bitte neu laden.",
+    },
+  },
+  "precondition-required": {
+    status: 428,
+    messages: {
+      en: "Please confirm this action.",
+      de: "Bitte bestätigen Sie diese Aktion.",
     },
   },
   "payload-too-large": {

@@ -5,14 +5,26 @@ import {
   addressKey,
   type AddressRecord,
   COUNTER,
+  countKey,
   IDEMPOTENCY_TTL_MS,
   idempotencyKey,
   type IdempotencyRecord,
   MAX_ID,
   NEXT_TAKEN,
   ownerKey,
+  RECORD_VERSION,
 } from "./address_keys.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "./kv_retry.ts";
+import { settleStoredKeys, type Waiter } from "./idempotency_keys.ts";
+import { type LayoutGuard, NO_GUARD } from "./layout.ts";
+import {
+  countOf,
+  DEFAULT_MAX_PER_OWNER,
+  type KeySweeper,
+  quotaExceeded,
+  readCounts,
+  setCount,
+} from "./owner_counts.ts";
 
 /** A created address; `replayed` when an Idempotency-Key answered with an earlier creation. */
 export interface Created {
@@ -27,21 +39,18 @@ export interface AddressStoreOptions {
   maxBatch?: number;
   /** Conflicts on the counter (other processes) retried before giving up with 503. */
   maxConflicts?: number;
-}
-
-interface Waiter {
-  owner: string;
-  input: AddressInput;
-  key: string | undefined;
-  resolve(value: Created): void;
-  reject(reason: unknown): void;
+  /** `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`. */
+  maxPerOwner?: number;
+  /** The layout this process opened; every write checks it (store/layout.ts). */
+  guard?: LayoutGuard;
 }
 
 // Deno KV limits one atomic operation to 1000 mutations, 100 checks, 800 KiB of mutation data
 // and 80 KiB of keys; a batch stays below each.
-// The counter takes one mutation and one check, NEXT_TAKEN one mutation.
+// The counter takes one mutation and one check, NEXT_TAKEN one mutation, the layout one check;
+// each owner in the batch one check and one mutation (the count).
 const MAX_MUTATIONS = 997;
-const MAX_CHECKS = 99;
+const MAX_CHECKS = 98;
 const MAX_VALUE_BYTES = 700_000;
 const MAX_KEY_BYTES = 70_000;
 
@@ -53,22 +62,9 @@ function costOf(w: Waiter) {
   return {
     mutations: 2 + keyed,
     checks: keyed,
-    values: (2 + keyed) * (text * 3 + ownerBytes + 100),
+    values: (2 + keyed) * (text * 3 + ownerBytes + (w.key?.length ?? 0) + 120),
     keys: 2 * ownerBytes + 64 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32),
   };
-}
-
-/** True when an Idempotency-Key's first creation was made from the same input. */
-export function sameInput(a: AddressInput, b: AddressInput): boolean {
-  return a.name === b.name && a.city === b.city && a.postalCode === b.postalCode;
-}
-
-/** The error for a key used before with another body. */
-export function keyReused(): AppError {
-  return new AppError(
-    "idempotency-key-reused",
-    "This Idempotency-Key was used with another request body.",
-  );
 }
 
 /** The id counter and NEXT_TAKEN, read in one snapshot. */
@@ -88,11 +84,30 @@ export async function readIdState(kv: Deno.Kv): Promise<IdState> {
   const [counter, nextTaken] = await withKvRetry(() =>
     kv.getMany<[Deno.KvU64, Deno.KvU64]>([COUNTER, NEXT_TAKEN])
   );
+  return idState(counter, nextTaken);
+}
+
+function idState(
+  counter: Deno.KvEntryMaybe<Deno.KvU64>,
+  nextTaken: Deno.KvEntryMaybe<Deno.KvU64>,
+): IdState {
   return {
     counter,
     last: counter.value === null ? 0 : Number(counter.value.value),
     nextTaken: nextTaken.value === null ? null : Number(nextTaken.value.value),
   };
+}
+
+/** The id state and the counts of a batch's owners; one read when they are few. */
+async function readBatchState(
+  kv: Deno.Kv,
+  owners: string[],
+): Promise<[IdState, Map<string, Deno.KvEntryMaybe<Deno.KvU64>>]> {
+  if (owners.length > 8) return await Promise.all([readIdState(kv), readCounts(kv, owners)]);
+  const [counter, nextTaken, ...counts] = await withKvRetry(() =>
+    kv.getMany<Deno.KvU64[]>([COUNTER, NEXT_TAKEN, ...owners.map((owner) => countKey(owner))])
+  );
+  return [idState(counter!, nextTaken!), new Map(owners.map((owner, i) => [owner, counts[i]!]))];
 }
 
 /**
@@ -122,43 +137,63 @@ export function notePutAt(op: Deno.AtomicOperation, state: IdState, id: number):
  * An Idempotency-Key is written in the same atomic operation, checked absent, so a key and its
  * address exist together or not at all.
  */
-export function createIdAllocator(kv: Deno.Kv, options: AddressStoreOptions = {}) {
+export function createIdAllocator(
+  kv: Deno.Kv,
+  options: AddressStoreOptions,
+  sweeper: KeySweeper,
+) {
   const maxBatch = options.maxBatch ?? 200;
   const maxConflicts = options.maxConflicts ?? 50;
+  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_PER_OWNER;
+  const guard = options.guard ?? NO_GUARD;
   const queue: Waiter[] = [];
   let draining = false;
 
-  /** Answers keyed waiters whose key is stored already; returns the others. */
-  async function settleStoredKeys(batch: Waiter[]): Promise<Waiter[]> {
-    const keyed = batch.filter((w) => w.key !== undefined);
-    if (keyed.length === 0) return batch;
-    const settled = new Set<Waiter>();
-    for (let i = 0; i < keyed.length; i += 10) {
-      const chunk = keyed.slice(i, i + 10);
-      const entries = await withKvRetry(() =>
-        kv.getMany<IdempotencyRecord[]>(chunk.map((w) => idempotencyKey(w.owner, w.key!)))
-      );
-      entries.forEach((entry, j) => {
-        if (entry.value === null) return;
-        const w = chunk[j]!;
-        settled.add(w);
-        if (sameInput(entry.value.address, w.input)) {
-          w.resolve({
-            address: entry.value.address,
-            versionstamp: entry.versionstamp,
-            replayed: true,
-          });
-        } else w.reject(keyReused());
-      });
+  /** What a creation adds to its owner's count: an orphaned key it overwrites gives one back. */
+  function delta(w: Waiter): number {
+    return w.replacing?.value.orphan ? 0 : 1;
+  }
+
+  /**
+   * Refuses the waiters past their owner's quota; returns the others, or undefined when a sweep
+   * of expired keys gave quota back and the counts must be read again.
+   */
+  async function admit(
+    batch: Waiter[],
+    counts: Map<string, Deno.KvEntryMaybe<Deno.KvU64>>,
+  ): Promise<Waiter[] | undefined> {
+    const after = new Map<string, number>();
+    const admitted: Waiter[] = [];
+    const refused: Waiter[] = [];
+    for (const w of batch) {
+      const next = (after.get(w.owner) ?? countOf(counts.get(w.owner)!)) + delta(w);
+      if (next > maxPerOwner) refused.push(w);
+      else {
+        after.set(w.owner, next);
+        admitted.push(w);
+      }
     }
-    return settled.size === 0 ? batch : batch.filter((w) => !settled.has(w));
+    if (refused.length === 0) return batch;
+    let released = 0;
+    for (const owner of new Set(refused.map((w) => w.owner))) {
+      released += await sweeper.maybeSweep(owner);
+    }
+    if (released > 0) return undefined;
+    // One owner over the quota does not hold back the others in the batch.
+    for (const w of refused) w.reject(quotaExceeded(maxPerOwner));
+    return admitted;
   }
 
   /** Commits a prefix of `batch`; returns the waiters left for the next round. */
   async function commitBatch(batch: Waiter[]): Promise<Waiter[]> {
     for (let conflicts = 0;; conflicts++) {
-      const state = await readIdState(kv);
-      batch = await settleStoredKeys(batch);
+      batch = await settleStoredKeys(kv, batch);
+      if (batch.length === 0) return [];
+      const owners = [...new Set(batch.map((w) => w.owner))];
+      const [state, counts] = await readBatchState(kv, owners);
+      const admitted = await admit(batch, counts);
+      if (admitted === undefined) continue;
+      batch = admitted;
       if (batch.length === 0) return [];
       const { last, nextTaken } = state;
       // Ids above the counter that v2 PUTs created are skipped, not handed out again. They are
@@ -187,7 +222,7 @@ export function createIdAllocator(kv: Deno.Kv, options: AddressStoreOptions = {}
       if (next === last) {
         throw new AppError("service-unavailable", "No address id is left to hand out.");
       }
-      const op = kv.atomic()
+      const op = guard.check(kv.atomic())
         .check(state.counter)
         .set(COUNTER, new Deno.KvU64(BigInt(next)));
       if (listed) {
@@ -197,15 +232,27 @@ export function createIdAllocator(kv: Deno.Kv, options: AddressStoreOptions = {}
         if (after === 0 && full) after = next + 1;
         if (after !== nextTaken) op.set(NEXT_TAKEN, new Deno.KvU64(BigInt(after)));
       }
+      // Only the waiters that get an id are committed, so only they count.
+      const after = new Map<string, number>();
+      for (const w of batch.slice(0, ids.length)) {
+        after.set(w.owner, (after.get(w.owner) ?? countOf(counts.get(w.owner)!)) + delta(w));
+      }
+      for (const [owner, count] of after) {
+        op.check(counts.get(owner)!);
+        setCount(op, owner, count);
+      }
+      const expiresAt = Date.now() + IDEMPOTENCY_TTL_MS;
       const addresses = ids.map((id, i) => {
         const w = batch[i]!;
         const address: Address = { id, ...w.input };
-        const record: AddressRecord = { owner: w.owner, address };
+        const record: AddressRecord = { v: RECORD_VERSION, owner: w.owner, address };
+        if (w.key !== undefined) record.key = w.key;
         op.set(addressKey(id), record).set(ownerKey(w.owner, id), address);
         if (w.key !== undefined) {
           const key = idempotencyKey(w.owner, w.key);
-          const kept: IdempotencyRecord = { address };
-          op.check({ key, versionstamp: null }).set(key, kept, { expireIn: IDEMPOTENCY_TTL_MS });
+          const kept: IdempotencyRecord = { v: RECORD_VERSION, address, expiresAt };
+          op.check(w.replacing ?? { key, versionstamp: null })
+            .set(key, kept, { expireIn: IDEMPOTENCY_TTL_MS });
         }
         return address;
       });
@@ -216,6 +263,7 @@ export function createIdAllocator(kv: Deno.Kv, options: AddressStoreOptions = {}
         );
         return batch.slice(ids.length);
       }
+      await guard.afterConflict();
       if (conflicts + 1 >= maxConflicts) {
         throw new AppError("service-unavailable", "The id counter stayed contended.", {
           retryAfter: 1,
@@ -228,16 +276,24 @@ export function createIdAllocator(kv: Deno.Kv, options: AddressStoreOptions = {}
   /** Takes the next batch off the queue within KV's limits for one atomic operation. */
   function takeBatch(): Waiter[] {
     let mutations = 0, checks = 0, values = 0, keys = 0, n = 0;
+    const owners = new Set<string>();
     while (n < queue.length && n < maxBatch) {
-      const cost = costOf(queue[n]!);
+      const w = queue[n]!;
+      const cost = costOf(w);
+      // A new owner adds the check and the write of their count.
+      const counted = owners.has(w.owner) ? 0 : 1;
+      const m = cost.mutations + counted;
+      const c = cost.checks + counted;
+      const k = cost.keys + counted * (w.owner.length * 3 + 32);
       if (
-        n > 0 && (mutations + cost.mutations > MAX_MUTATIONS || checks + cost.checks > MAX_CHECKS ||
-          values + cost.values > MAX_VALUE_BYTES || keys + cost.keys > MAX_KEY_BYTES)
+        n > 0 && (mutations + m > MAX_MUTATIONS || checks + c > MAX_CHECKS ||
+          values + cost.values > MAX_VALUE_BYTES || keys + k > MAX_KEY_BYTES)
       ) break;
-      mutations += cost.mutations;
-      checks += cost.checks;
+      mutations += m;
+      checks += c;
       values += cost.values;
-      keys += cost.keys;
+      keys += k;
+      owners.add(w.owner);
       n++;
     }
     return queue.splice(0, n);
@@ -267,6 +323,7 @@ export function createIdAllocator(kv: Deno.Kv, options: AddressStoreOptions = {}
         owner,
         input: { name: input.name, city: input.city, postalCode: input.postalCode },
         key,
+        replacing: undefined,
         resolve,
         reject,
       });

@@ -1,19 +1,26 @@
 import { AppError } from "../lib/errors.ts";
 import type { Address } from "../lib/schemas.ts";
+import { ANONYMOUS_OWNER } from "../lib/caller.ts";
 
 /**
- * The address book's KV layout, in one place.
+ * The address book's KV layout, in one place (layout 2; store/layout.ts has the version key and
+ * docs/storage.md the history).
  *
  * - `["addresses", id]` → `AddressRecord`: the address with its owner. One read answers both
  *   "which address has this id" and "is this id held by anyone" (ids are global, owners are not).
  * - `["owner_addresses", owner, id]` → `Address`: the owner's index, a copy of the address so a
  *   page of a listing is one range read. Written and deleted in the same atomic operation as the
- *   record, so both carry the same versionstamp (the ETag).
+ *   record, so both carry the same versionstamp (the ETag); it has the record's schema version.
+ * - `["owner_counts", owner]` → `KvU64`: what counts toward the owner's quota: their addresses
+ *   plus their orphaned Idempotency-Key records (below). Changed only in the atomic operations
+ *   that create or delete those, each checking it; absent means 0.
  * - `["counters", "addresses"]` → `KvU64`: the last id POST handed out (or skipped as taken).
  * - `["counters", "addresses_next_taken"]` → `KvU64`: no address has an id between the counter
  *   and this one (0: none above the counter at all). Only v2 PUTs create addresses above the
  *   counter, and they lower it; POST looks for taken ids only when its batch would reach it.
- * - `["idempotency", owner, key]` → `IdempotencyRecord`, expiring after 24 hours.
+ * - `["idempotency", owner, key]` → `IdempotencyRecord`, kept 24 hours. While its address
+ *   exists it counts nothing (the address counts); once that address is deleted it is
+ *   "orphaned" and counts one until it is swept after its 24 hours.
  */
 export const COUNTER = ["counters", "addresses"] as const;
 
@@ -23,10 +30,22 @@ export const NEXT_TAKEN = ["counters", "addresses_next_taken"] as const;
 /** Largest id: JSON numbers are exact up to 2^53 − 1. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
+/** The schema version of the records this code writes: the layout they belong to. */
+export const RECORD_VERSION = 2;
+
 /** An address as stored under its global key. */
 export interface AddressRecord {
+  /** Schema version; absent in layout 1. */
+  v?: number;
   owner: string;
   address: Address;
+  /** The Idempotency-Key that created it, if any (its record is then `idempotencyKey(owner, key)`). */
+  key?: string;
+}
+
+/** The quota count of an owner. */
+export function countKey(owner: string): Deno.KvKey {
+  return ["owner_counts", owner];
 }
 
 /** The global record of an id. */
@@ -76,10 +95,49 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** What an Idempotency-Key remembers: the address its first request created, as answered. */
 export interface IdempotencyRecord {
+  /** Schema version; absent in layout 1 (such a record lives until KV expires it). */
+  v?: number;
   address: Address;
+  /** When it stops replaying (ms since the epoch); KV may keep it a while longer. */
+  expiresAt?: number;
+  /** Its address was deleted: it counts toward the quota and is kept until swept. */
+  orphan?: boolean;
+  /** The versionstamp of the creation (the replayed ETag), kept when the record is rewritten. */
+  versionstamp?: string;
+}
+
+/** True when a key no longer replays (KV deletes expired entries only eventually). */
+export function isExpired(record: IdempotencyRecord, now: number): boolean {
+  return record.expiresAt !== undefined && record.expiresAt <= now;
 }
 
 /** An Idempotency-Key, scoped to its owner. */
 export function idempotencyKey(owner: string, key: string): Deno.KvKey {
   return ["idempotency", owner, key];
+}
+
+/** Prefix of one owner's Idempotency-Keys. */
+export function idempotencyPrefix(owner: string): Deno.KvKey {
+  return ["idempotency", owner];
+}
+
+function isAddress(value: unknown, id: unknown): value is Address {
+  const a = value as Address;
+  return typeof a === "object" && a !== null && a.id === id && typeof a.name === "string" &&
+    typeof a.city === "string" && typeof a.postalCode === "string";
+}
+
+/**
+ * The owner and address of a stored record of any layout: `{owner, address}` (with `v` and `key`
+ * from layout 2), or a bare address stored before ownership existed (the anonymous owner's).
+ */
+export function readRecord(entry: Deno.KvEntry<unknown>): AddressRecord {
+  const value = entry.value as Partial<AddressRecord>;
+  const id = entry.key[1];
+  if (typeof value?.owner === "string" && isAddress(value.address, id)) {
+    return { owner: value.owner, address: value.address };
+  }
+  // Stored before ownership existed: the anonymous owner's.
+  if (isAddress(value, id)) return { owner: ANONYMOUS_OWNER, address: value };
+  throw new Error(`${JSON.stringify(entry.key)} holds no address: ${JSON.stringify(value)}`);
 }

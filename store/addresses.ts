@@ -6,17 +6,31 @@ import {
   createIdAllocator,
   notePutAt,
   readIdState,
-  sameInput,
 } from "./address_ids.ts";
+import { sameInput } from "./idempotency_keys.ts";
 import {
   addressKey,
   type AddressRecord,
+  countKey,
   decodeCursor,
   encodeCursor,
+  idempotencyKey,
+  type IdempotencyRecord,
+  isExpired,
   ownerKey,
   ownerPrefix,
+  RECORD_VERSION,
 } from "./address_keys.ts";
 import { withKvRetry } from "./kv_retry.ts";
+import { NO_GUARD } from "./layout.ts";
+import {
+  countOf,
+  createKeySweeper,
+  DEFAULT_MAX_PER_OWNER,
+  quotaExceeded,
+  setCount,
+} from "./owner_counts.ts";
+import { eraseOwner, ownerAddresses } from "./owner_data.ts";
 
 export type { AddressStoreOptions, Created };
 export { decodeCursor, encodeCursor };
@@ -73,6 +87,13 @@ export interface AddressStore {
     owner: string,
     options: { limit: number; cursor?: string | undefined },
   ): Promise<AddressPage>;
+  /** Every address of the owner by ascending id, read a page at a time as it is consumed. */
+  exportAll(owner: string): AsyncGenerator<Address, void, undefined>;
+  /**
+   * Deletes every address and Idempotency-Key record of the owner (and their count), in bounded
+   * atomic batches; returns how many addresses it deleted. Repeating it finds nothing.
+   */
+  erase(owner: string): Promise<number>;
 }
 
 /**
@@ -80,6 +101,21 @@ export interface AddressStore {
  * a 255-character key stays under KV's 2048-byte key limit.
  */
 export const MAX_OWNER_LENGTH = 512;
+
+/** The 403 for an owner too long to be part of a KV key; undefined for any other. */
+function ownerRefused(owner: string): AppError | undefined {
+  if (owner.length > MAX_OWNER_LENGTH) {
+    return new AppError(
+      "forbidden",
+      `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
+    );
+  }
+  // KV encodes key strings as UTF-8: a lone surrogate would become U+FFFD, another owner's key.
+  if (!owner.isWellFormed()) {
+    return new AppError("forbidden", "An owner (the token's sub) must be well-formed Unicode.");
+  }
+  return undefined;
+}
 
 /** If-Match semantics (RFC 9110 13.1.1): `*` matches any current version. */
 function matches(ifMatch: readonly string[], versionstamp: string): boolean {
@@ -113,7 +149,10 @@ function notFound(id: number): AppError {
  * in one atomic operation that checks the record, so the two never disagree.
  */
 export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {}): AddressStore {
-  const { allocate } = createIdAllocator(kv, options);
+  const guard = options.guard ?? NO_GUARD;
+  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_PER_OWNER;
+  const sweeper = createKeySweeper(kv, guard);
+  const { allocate } = createIdAllocator(kv, options, sweeper);
   // Keyed creations running in this process, so a duplicate waits for the first and replays it.
   const running = new Map<string, { input: AddressInput; done: Promise<Created> }>();
 
@@ -159,11 +198,23 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     address: Address,
   ): Promise<StoredAddress | null> {
     const { owner } = entry.value;
+    const record: AddressRecord = { ...entry.value, v: RECORD_VERSION, address };
     const result = await withKvRetry(() =>
-      kv.atomic().check(entry).set(entry.key, { owner, address })
+      guard.check(kv.atomic()).check(entry).set(entry.key, record)
         .set(ownerKey(owner, address.id), address).commit()
     );
-    return result.ok ? { address, versionstamp: result.versionstamp } : null;
+    if (result.ok) return { address, versionstamp: result.versionstamp };
+    await guard.afterConflict();
+    return null;
+  }
+
+  /** Reads the owner's count; past the quota, sweeps expired keys once, then refuses. */
+  async function countForCreate(owner: string): Promise<Deno.KvEntryMaybe<Deno.KvU64>> {
+    for (let swept = false;; swept = true) {
+      const count = await withKvRetry(() => kv.get<Deno.KvU64>(countKey(owner)));
+      if (countOf(count) < maxPerOwner) return count;
+      if (swept || await sweeper.maybeSweep(owner) === 0) throw quotaExceeded(maxPerOwner);
+    }
   }
 
   async function put(owner: string, id: number, input: AddressInput, ifMatch?: readonly string[]) {
@@ -206,12 +257,17 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         continue;
       }
       if (ifMatch !== undefined) throw preconditionFailed(id);
-      const op = kv.atomic().check({ key: addressKey(id), versionstamp: null })
-        .set(addressKey(id), { owner, address } satisfies AddressRecord)
+      const count = await countForCreate(owner);
+      const record: AddressRecord = { v: RECORD_VERSION, owner, address };
+      const op = guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null })
+        .check(count)
+        .set(addressKey(id), record)
         .set(ownerKey(owner, id), address);
+      setCount(op, owner, countOf(count) + 1);
       notePutAt(op, await readIdState(kv), id);
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return { address, versionstamp: result.versionstamp, created: true };
+      await guard.afterConflict();
     }
   }
 
@@ -237,15 +293,44 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     }
   }
 
+  /**
+   * Deletes the owner's address; its count goes down unless the Idempotency-Key that created it
+   * is still kept: that record then becomes an orphan and holds the quota unit until it is swept.
+   */
   async function remove(owner: string, id: number, ifMatch?: readonly string[]): Promise<void> {
     for (;;) {
-      const entry = await read(id);
+      const [entry, count] = await withKvRetry(() =>
+        kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), countKey(owner)])
+      );
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
       checkIfMatch(ifMatch, entry.versionstamp, id);
-      const result = await withKvRetry(() =>
-        kv.atomic().check(entry).delete(addressKey(id)).delete(ownerKey(owner, id)).commit()
-      );
+      const op = guard.check(kv.atomic()).check(entry).check(count)
+        .delete(addressKey(id)).delete(ownerKey(owner, id));
+      let released = 1;
+      if (entry.value.key !== undefined) {
+        const keyed = await withKvRetry(() =>
+          kv.get<IdempotencyRecord>(idempotencyKey(owner, entry.value!.key!))
+        );
+        const kept = keyed.value;
+        if (kept !== null && kept.address.id === id && !kept.orphan) {
+          op.check(keyed);
+          if (isExpired(kept, Date.now())) op.delete(keyed.key);
+          else {
+            // Kept without expiry: only a sweep may delete it, giving the unit back.
+            const orphan: IdempotencyRecord = {
+              ...kept,
+              orphan: true,
+              versionstamp: kept.versionstamp ?? keyed.versionstamp,
+            };
+            op.set(keyed.key, orphan);
+            released = 0;
+          }
+        }
+      }
+      setCount(op, owner, countOf(count) - released);
+      const result = await withKvRetry(() => op.commit());
       if (result.ok) return;
+      await guard.afterConflict();
     }
   }
 
@@ -276,20 +361,8 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   const owned =
     <A extends unknown[], R>(method: (owner: string, ...rest: A) => Promise<R>) =>
     (owner: string, ...rest: A): Promise<R> => {
-      if (owner.length > MAX_OWNER_LENGTH) {
-        return Promise.reject(
-          new AppError(
-            "forbidden",
-            `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
-          ),
-        );
-      }
-      if (!owner.isWellFormed()) {
-        return Promise.reject(
-          new AppError("forbidden", "An owner (the token's sub) must be well-formed Unicode."),
-        );
-      }
-      return method(owner, ...rest);
+      const refused = ownerRefused(owner);
+      return refused ? Promise.reject(refused) : method(owner, ...rest);
     };
   return {
     create: owned(create),
@@ -299,5 +372,11 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     patch: owned(patch),
     delete: owned(remove),
     list: owned(list),
+    exportAll: async function* (owner) {
+      const refused = ownerRefused(owner);
+      if (refused) throw refused;
+      yield* ownerAddresses(kv, owner);
+    },
+    erase: owned((owner) => eraseOwner(kv, guard, owner)),
   };
 }

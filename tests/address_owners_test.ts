@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { AppError } from "../lib/errors.ts";
 import { openAddressStore } from "../store/addresses.ts";
-import { migrateUnownedAddresses } from "../store/address_owners.ts";
 import { MAX_ID } from "../store/address_keys.ts";
 
 const input = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
@@ -84,34 +83,6 @@ Deno.test("index entry and record share the versionstamp (the ETag) after each w
     city: "London",
     postalCode: "BA1",
   });
-});
-
-Deno.test("addresses stored before ownership go to the anonymous owner, once", async () => {
-  using kv = await Deno.openKv(":memory:");
-  // The layout before ownership: a bare address under ["addresses", id].
-  for (let id = 1; id <= 250; id++) {
-    await kv.set(["addresses", id], { id, name: `n${id}`, city: "Berlin", postalCode: "10115" });
-  }
-  await kv.set(["counters", "addresses"], new Deno.KvU64(250n));
-  // Two processes starting together.
-  const counts = await Promise.all([migrateUnownedAddresses(kv), migrateUnownedAddresses(kv)]);
-  assert.ok(counts[0]! + counts[1]! >= 250, `migrated ${counts}`);
-  assert.equal(await migrateUnownedAddresses(kv), 0, "the marker skips later start-ups");
-
-  const store = openAddressStore(kv);
-  assert.deepEqual((await store.get("", 7))?.address, {
-    id: 7,
-    name: "n7",
-    city: "Berlin",
-    postalCode: "10115",
-  });
-  assert.equal(await store.get("alice", 7), undefined);
-  const all = await store.list("", { limit: 500 });
-  assert.deepEqual(
-    all.items.map((s) => s.address.id),
-    Array.from({ length: 250 }, (_, i) => i + 1),
-  );
-  assert.equal((await store.create("", input)).address.id, 251);
 });
 
 Deno.test("v2 PUT creates at the path id; POST skips ids PUT created", async () => {
@@ -265,6 +236,8 @@ Deno.test("an owner too long for a KV key is refused with 403, never a KV TypeEr
       () => store.putAt(tooLong, 1, input),
       () => store.patch(tooLong, 1, (c) => c),
       () => store.delete(tooLong, 1),
+      () => store.erase(tooLong),
+      () => store.exportAll(tooLong).next(),
     ]
   ) await assert.rejects(call(), isCode("forbidden"));
 });

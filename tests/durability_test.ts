@@ -122,7 +122,7 @@ Deno.test("a bad environment variable stops start-up with one line naming it", a
 
 Deno.test("addresses from before ownership: two processes starting together migrate them once", async () => {
   const dir = await Deno.makeTempDir({ prefix: "books-migrate-" });
-  const env = { KV_PATH: `${dir}/kv.sqlite3`, GRPC_PORT: "off" };
+  const env = { KV_PATH: `${dir}/kv.sqlite3`, GRPC_PORT: "off", MIGRATE_ON_START: "true" };
   try {
     // A KV file in the layout before ownership: bare addresses, the counter at 120.
     const kv = await Deno.openKv(env.KV_PATH);

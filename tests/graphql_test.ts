@@ -419,6 +419,11 @@ function storeWithFailingBook(): Store {
       patch: fail,
       delete: fail,
       list: fail,
+      exportAll: async function* () {
+        await fail();
+        yield* [];
+      },
+      erase: fail,
     },
     ping: () => Promise.resolve(),
   };

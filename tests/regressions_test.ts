@@ -101,6 +101,11 @@ function emptyStore(): Store {
       patch: none,
       delete: none,
       list: none,
+      exportAll: async function* () {
+        await none();
+        yield* [];
+      },
+      erase: none,
     },
     ping: () => Promise.resolve(),
   };

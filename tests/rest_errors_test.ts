@@ -365,7 +365,7 @@ Deno.test("bad input: the right status and code, nothing stored, server unharmed
     await t.step("OPTIONS lists the allowed methods", async () => {
       const res = await fetch(`${base}/addresses`, { method: "OPTIONS" });
       assert.equal(res.status, 204);
-      assert.equal(res.headers.get("allow"), "GET, HEAD, POST, OPTIONS");
+      assert.equal(res.headers.get("allow"), "GET, HEAD, POST, DELETE, OPTIONS");
     });
 
     await t.step("HEAD works where GET does", async () => {
@@ -394,6 +394,11 @@ function brokenStore(): Store {
       patch: fail,
       delete: fail,
       list: fail,
+      exportAll: async function* () {
+        await fail();
+        yield* [];
+      },
+      erase: fail,
     },
     ping: fail,
   };

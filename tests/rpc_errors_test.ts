@@ -96,6 +96,8 @@ Deno.test("an unexpected error is masked as INTERNAL and logged with its request
 Deno.test("every application error code has a gRPC status matching its HTTP status", () => {
   // The gRPC <-> HTTP mapping Connect documents; 405, 415 and 422 are not in it and map by
   // meaning (a key reused with another body: the system is not in the state the call needs).
+  // A quota is a 409 in HTTP (the caller's state conflicts) and RESOURCE_EXHAUSTED in gRPC,
+  // whose definition names per-user quotas; 428 (confirmation missing) is a failed precondition.
   const byHttp: Record<number, Code[]> = {
     400: [Code.InvalidArgument],
     401: [Code.Unauthenticated],
@@ -103,11 +105,12 @@ Deno.test("every application error code has a gRPC status matching its HTTP stat
     404: [Code.NotFound],
     405: [Code.Unimplemented],
     406: [Code.InvalidArgument],
-    409: [Code.AlreadyExists, Code.Aborted],
+    409: [Code.AlreadyExists, Code.Aborted, Code.ResourceExhausted],
     412: [Code.FailedPrecondition],
     413: [Code.ResourceExhausted],
     415: [Code.InvalidArgument],
     422: [Code.FailedPrecondition],
+    428: [Code.FailedPrecondition],
     429: [Code.ResourceExhausted],
     500: [Code.Internal],
     503: [Code.Unavailable],

@@ -42,6 +42,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/addresses/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export all the caller's addresses
+         * @description Streams every address of the caller by ascending id. By default (or with `Accept: application/x-ndjson`) as NDJSON, one address per line; with `Accept: application/json` as one JSON object `{addresses: [...]}`. An address stored before the request and not deleted during it is always included. Needs the scope `addresses:read`.
+         */
+        get: operations["exportAddresses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/addresses": {
         parameters: {
             query?: never;
@@ -60,7 +80,11 @@ export interface paths {
          * @description Stores the address for the caller with a newly generated id and answers it with `Location` and `ETag` (spec 4.5). Fields are trimmed; unknown members are ignored. With `Idempotency-Key` a retried request replays the first answer instead of creating another address. Needs the scope `addresses:write` when authentication is on.
          */
         post: operations["createAddress"];
-        delete?: never;
+        /**
+         * Erase all the caller's addresses
+         * @description Deletes every address of the caller and the caller's Idempotency-Key records, in batches (each batch atomic). `If-Match: *` confirms it; without If-Match the answer is 428 `precondition-required` and nothing is deleted. Repeating it answers 204 again. Needs the scope `addresses:write`.
+         */
+        delete: operations["eraseAddresses"];
         options?: never;
         head?: never;
         patch?: never;
@@ -284,6 +308,9 @@ export interface components {
             name: string;
             city: string;
             postalCode: string;
+        };
+        AddressExport: {
+            addresses: components["schemas"]["Address"][];
         };
         AddressInput: {
             /** @example Ada Lovelace */
@@ -515,6 +542,52 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    exportAddresses: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's addresses */
+            200: {
+                headers: {
+                    /** @description `attachment` with a file name. */
+                    "Content-Disposition"?: string;
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Ada Lovelace",
+                     *       "city": "London",
+                     *       "postalCode": "W1J 7NT"
+                     *     }
+                     */
+                    "application/x-ndjson": components["schemas"]["Address"];
+                    "application/json": components["schemas"]["AddressExport"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `not-acceptable` */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listAddresses: {
         parameters: {
             query?: {
@@ -655,6 +728,51 @@ export interface operations {
             };
             /** @description `idempotency-key-reused` */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    eraseAddresses: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `*` to confirm (the collection has no other ETag: any other value is 412 `precondition-failed`). */
+                "if-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Erased (or there was nothing to erase) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `precondition-failed`: If-Match other than `*` */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition-required`: no If-Match */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };

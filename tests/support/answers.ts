@@ -18,6 +18,11 @@ export function catalogueOnly(books: Store["books"]): Store {
       patch: unused,
       delete: unused,
       list: unused,
+      exportAll: async function* () {
+        await unused();
+        yield* [];
+      },
+      erase: unused,
     },
     ping: () => Promise.resolve(),
   };

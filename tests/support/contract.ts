@@ -126,6 +126,8 @@ export function validatorAt(contract: Contract, pointer: string): ValidateFuncti
   return validate;
 }
 
+const NDJSON = "application/x-ndjson";
+
 function essence(type: string): string {
   return type.split(";")[0]!.trim().toLowerCase();
 }
@@ -217,6 +219,25 @@ export function checkAnswer(contract: Contract, answer: Answer): string | undefi
     return route.operation.operationId ?? route.template;
   }
   const text = new TextDecoder().decode(answer.body);
+  const validate = validatorAt(contract, `${base}/content/${escapePointer(mediaKey)}/schema`);
+  if (type === NDJSON) {
+    // A sequence of JSON texts: the schema is that of each line (as OpenAPI 3.2's itemSchema).
+    for (const line of text.split("\n")) {
+      if (line === "") continue;
+      let item: unknown;
+      try {
+        item = JSON.parse(line);
+      } catch {
+        throw new ContractViolation(`${name} ${status} (${type}) has a line that is not JSON`);
+      }
+      if (!validate(item)) {
+        throw new ContractViolation(
+          `${name} ${status} (${type}): a line does not match the schema: ${errorsOf(validate)}`,
+        );
+      }
+    }
+    return route.operation.operationId ?? route.template;
+  }
   let body: unknown = text;
   if (isJson(type)) {
     try {
@@ -225,7 +246,6 @@ export function checkAnswer(contract: Contract, answer: Answer): string | undefi
       throw new ContractViolation(`${name} ${status} (${type}) is not JSON: ${text.slice(0, 200)}`);
     }
   }
-  const validate = validatorAt(contract, `${base}/content/${escapePointer(mediaKey)}/schema`);
   if (!validate(body)) {
     throw new ContractViolation(
       `${name} ${status} (${type}) does not match its schema: ${errorsOf(validate)}; body: ${

@@ -1,0 +1,193 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { ADDRESS_CACHE_CONTROL } from "../lib/conditional.ts";
+import { AppError } from "../lib/errors.ts";
+import { jsonHeaders } from "../lib/negotiate.ts";
+import { IfMatchSchema, SCOPED_RESPONSES } from "../lib/openapi.ts";
+import { type Address, AddressSchema, errorResponse } from "../lib/schemas.ts";
+import { type AppEnv, preEncoded } from "../lib/app_env.ts";
+import type { AddressStore } from "../store/addresses.ts";
+import { parseIfMatch } from "./addresses.ts";
+import { routeAccess } from "../lib/access.ts";
+
+/** The per-owner data routes: take one's addresses elsewhere, or have them erased. */
+
+/** NDJSON: one JSON value per line (the export's default). */
+export const NDJSON = "application/x-ndjson";
+
+/** The JSON form of an export. */
+export const AddressExportSchema = z.object({
+  addresses: z.array(AddressSchema),
+}).openapi("AddressExport");
+
+/** GET /addresses/export */
+export const exportAddresses = createRoute({
+  ...routeAccess("addresses:read"),
+  method: "get",
+  path: "/addresses/export",
+  operationId: "exportAddresses",
+  tags: ["addresses"],
+  summary: "Export all the caller's addresses",
+  description: "Streams every address of the caller by ascending id. By default (or with " +
+    `\`Accept: ${NDJSON}\`) as NDJSON, one address per line; with \`Accept: application/json\` ` +
+    "as one JSON object `{addresses: [...]}`. An address stored before the request and not " +
+    "deleted during it is always included. Needs the scope `addresses:read`.",
+  responses: {
+    200: {
+      description: "The caller's addresses",
+      headers: {
+        "Content-Disposition": {
+          description: "`attachment` with a file name.",
+          schema: { type: "string" as const },
+        },
+        Vary: { schema: { type: "string" as const } },
+      },
+      content: {
+        [NDJSON]: {
+          schema: AddressSchema,
+          // The schema and example of one line.
+          example: { id: 1, name: "Ada Lovelace", city: "London", postalCode: "W1J 7NT" },
+        },
+        "application/json": { schema: AddressExportSchema },
+      },
+    },
+    406: errorResponse("`not-acceptable`"),
+    ...SCOPED_RESPONSES,
+  },
+});
+
+/** DELETE /addresses */
+export const eraseAddresses = createRoute({
+  ...routeAccess("addresses:write"),
+  method: "delete",
+  path: "/addresses",
+  operationId: "eraseAddresses",
+  tags: ["addresses"],
+  summary: "Erase all the caller's addresses",
+  description: "Deletes every address of the caller and the caller's Idempotency-Key records, " +
+    "in batches (each batch atomic). `If-Match: *` confirms it; without If-Match the answer is " +
+    "428 `precondition-required` and nothing is deleted. Repeating it answers 204 again. " +
+    "Needs the scope `addresses:write`.",
+  request: {
+    headers: z.object({
+      "if-match": IfMatchSchema.openapi({
+        param: { name: "if-match", in: "header" },
+        description: "`*` to confirm (the collection has no other ETag: any other value is " +
+          "412 `precondition-failed`).",
+      }),
+    }),
+  },
+  responses: {
+    204: { description: "Erased (or there was nothing to erase)" },
+    412: errorResponse("`precondition-failed`: If-Match other than `*`"),
+    428: errorResponse("`precondition-required`: no If-Match"),
+    ...SCOPED_RESPONSES,
+  },
+});
+
+/**
+ * Which form `Accept` asks for: the q of each type comes from its most specific matching
+ * range (RFC 9110 12.5.1); NDJSON wins a tie.
+ */
+export function exportType(accept: string | undefined): "ndjson" | "json" | undefined {
+  if (!accept) return "ndjson";
+  const q = { ndjson: [-1, 0], json: [-1, 0] } as Record<"ndjson" | "json", [number, number]>;
+  for (const part of accept.split(",")) {
+    const [range = "", ...params] = part.split(";");
+    const type = range.trim().toLowerCase();
+    let weight = 1;
+    for (const p of params) {
+      const [k, v] = p.split("=").map((s) => s.trim());
+      if (k === "q") weight = Number(v);
+    }
+    if (!(weight >= 0 && weight <= 1)) continue;
+    const specificity = type === "*/*" ? 0 : type === "application/*" ? 1 : 2;
+    for (const [form, exact] of [["ndjson", NDJSON], ["json", "application/json"]] as const) {
+      if (specificity === 2 && type !== exact) continue;
+      if (specificity > q[form][0]) q[form] = [specificity, weight];
+    }
+  }
+  const [ndjson, json] = [q.ndjson[1], q.json[1]];
+  if (ndjson <= 0 && json <= 0) return undefined;
+  return json > ndjson ? "json" : "ndjson";
+}
+
+/** Streams the export: the first page was read before the answer began. */
+function exportStream(
+  first: IteratorResult<Address, void>,
+  rest: AsyncGenerator<Address, void, undefined>,
+  form: "ndjson" | "json",
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let pending: IteratorResult<Address, void> | undefined = first;
+  let count = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let text = count === 0 && form === "json" ? '{"addresses":[' : "";
+      // About 100 addresses per chunk: fewer, larger writes.
+      for (let n = 0; n < 100; n++) {
+        const next: IteratorResult<Address, void> = pending ?? await rest.next();
+        pending = undefined;
+        if (next.done) {
+          if (form === "json") text += "]}";
+          if (text) controller.enqueue(encoder.encode(text));
+          controller.close();
+          return;
+        }
+        const json = JSON.stringify(next.value);
+        text += form === "ndjson" ? `${json}\n` : count === 0 ? json : `,${json}`;
+        count++;
+      }
+      controller.enqueue(encoder.encode(text));
+    },
+    async cancel() {
+      await rest.return();
+    },
+  });
+}
+
+/** Registers the routes; before the address routes, so `/addresses/export` is not an id. */
+export function ownerDataRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>): void {
+  app.openapi(exportAddresses, async (c) => {
+    const form = exportType(c.req.header("accept"));
+    if (form === undefined) {
+      throw new AppError(
+        "not-acceptable",
+        `The export is available as ${NDJSON} or application/json; Accept was ` +
+          `${c.req.header("accept")?.slice(0, 100)}.`,
+      );
+    }
+    const addressesOf = addresses.exportAll(c.get("caller").owner);
+    // A storage failure before the first byte is an error answer, not a cut-off stream.
+    const first = await addressesOf.next();
+    const type = form === "ndjson" ? NDJSON : "application/json";
+    return preEncoded(
+      new Response(exportStream(first, addressesOf, form), {
+        headers: {
+          ...jsonHeaders(type, c.get("requestId")),
+          "cache-control": ADDRESS_CACHE_CONTROL,
+          "content-disposition": `attachment; filename="addresses.${
+            form === "ndjson" ? "ndjson" : "json"
+          }"`,
+        },
+      }),
+    );
+  });
+
+  app.openapi(eraseAddresses, async (c) => {
+    const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
+    if (ifMatch === undefined) {
+      throw new AppError(
+        "precondition-required",
+        "Erasing all addresses needs the confirmation If-Match: *.",
+      );
+    }
+    if (!ifMatch.includes("*")) {
+      throw new AppError(
+        "precondition-failed",
+        "The address collection has no ETag; If-Match: * confirms the erasure.",
+      );
+    }
+    await addresses.erase(c.get("caller").owner);
+    return preEncoded(new Response(null, { status: 204 }));
+  });
+}

@@ -1,0 +1,107 @@
+import { AppError } from "../lib/errors.ts";
+import { countKey, idempotencyPrefix, type IdempotencyRecord, isExpired } from "./address_keys.ts";
+import { atomicBudget, keySize } from "./atomic_budget.ts";
+import type { LayoutGuard } from "./layout.ts";
+import { withKvRetry } from "./kv_retry.ts";
+import { getAll } from "./kv_read.ts";
+
+/** Default of `MAX_ADDRESSES_PER_OWNER`. */
+export const DEFAULT_MAX_PER_OWNER = 10_000;
+
+/** An owner's count as read (absent: 0). */
+export function countOf(entry: Deno.KvEntryMaybe<Deno.KvU64>): number {
+  return entry.value === null ? 0 : Number(entry.value.value);
+}
+
+/**
+ * Writes an owner's new count into `op`; at 0 the key is deleted, so an owner with nothing
+ * stored leaves nothing behind (an erased owner's name is not kept in a key).
+ */
+export function setCount(op: Deno.AtomicOperation, owner: string, count: number): void {
+  if (count <= 0) op.delete(countKey(owner));
+  else op.set(countKey(owner), new Deno.KvU64(BigInt(count)));
+}
+
+/** Reads the counts of several owners. */
+export async function readCounts(
+  kv: Deno.Kv,
+  owners: readonly string[],
+): Promise<Map<string, Deno.KvEntryMaybe<Deno.KvU64>>> {
+  const read = await getAll<Deno.KvU64>(kv, owners.map((owner) => countKey(owner)));
+  return new Map(owners.map((owner, i) => [owner, read[i]!]));
+}
+
+/** The 409 of a creation past the owner's quota. */
+export function quotaExceeded(max: number): AppError {
+  return new AppError(
+    "quota-exceeded",
+    `An owner stores at most ${max} addresses (Idempotency-Keys of deleted addresses count ` +
+      "for 24 hours); delete some first.",
+  );
+}
+
+// An owner at the quota would otherwise list their keys on every refused creation.
+const SWEEP_INTERVAL_MS = 60_000;
+const MAX_REMEMBERED = 10_000;
+
+/**
+ * Deletes an owner's expired Idempotency-Key records, giving back the quota the orphaned ones
+ * held. Runs when a creation would pass the quota, at most once a minute per owner and process.
+ */
+export function createKeySweeper(kv: Deno.Kv, guard: LayoutGuard) {
+  const swept = new Map<string, number>();
+
+  /** Sweeps now; returns how many quota units it gave back. */
+  async function sweep(owner: string, now = Date.now()): Promise<number> {
+    const expired: Deno.KvEntry<IdempotencyRecord>[] = [];
+    await withKvRetry(async () => {
+      expired.length = 0;
+      const entries = kv.list<IdempotencyRecord>({ prefix: idempotencyPrefix(owner) });
+      for await (const e of entries) if (isExpired(e.value, now)) expired.push(e);
+    });
+    let released = 0;
+    while (expired.length > 0) {
+      const budget = atomicBudget();
+      let n = 0;
+      while (
+        n < expired.length &&
+        budget.take({ checks: 1, mutations: 1, keyBytes: keySize(expired[n]!.key) })
+      ) n++;
+      const chunk = expired.splice(0, n);
+      const count = await withKvRetry(() => kv.get<Deno.KvU64>(countKey(owner)));
+      const orphans = chunk.filter((e) => e.value.orphan).length;
+      const op = guard.check(kv.atomic().check(count));
+      for (const e of chunk) op.check(e).delete(e.key);
+      setCount(op, owner, countOf(count) - orphans);
+      if ((await withKvRetry(() => op.commit())).ok) {
+        released += orphans;
+        continue;
+      }
+      await guard.afterConflict();
+      // Something changed (a creation, another sweep): keep what is still expired and unchanged.
+      const fresh = await getAll<IdempotencyRecord>(kv, chunk.map((e) => e.key));
+      for (const e of fresh) {
+        if (e.value !== null && isExpired(e.value, now)) {
+          expired.push(e as Deno.KvEntry<IdempotencyRecord>);
+        }
+      }
+    }
+    return released;
+  }
+
+  /** Sweeps unless this owner was swept in the last minute; returns the units given back. */
+  async function maybeSweep(owner: string): Promise<number> {
+    const now = Date.now();
+    const last = swept.get(owner);
+    if (last !== undefined && now - last < SWEEP_INTERVAL_MS) return 0;
+    swept.delete(owner);
+    swept.set(owner, now);
+    if (swept.size > MAX_REMEMBERED) swept.delete(swept.keys().next().value!);
+    return await sweep(owner, now);
+  }
+
+  return { sweep, maybeSweep };
+}
+
+/** The sweeper's interface. */
+export type KeySweeper = ReturnType<typeof createKeySweeper>;

@@ -1,0 +1,341 @@
+import assert from "node:assert/strict";
+import { type Layout1Fixture, loadKv } from "./fixtures/layout1_generate.ts";
+import { CURRENT_LAYOUT } from "../store/layout.ts";
+import { migrateKv } from "../store/migrate.ts";
+import { openStore } from "../store/store.ts";
+import {
+  addressOf,
+  type DumpedEntry,
+  dumpFile,
+  dumpKv,
+  killTool,
+  ownerOf,
+  runTool,
+  withKv,
+  writeLayout1,
+} from "./support/kv_tools.ts";
+import { spawnServer, startTestServer } from "./support/server.ts";
+import { serveMain } from "./support/served.ts";
+import { hsToken, SECRET } from "./support/tokens.ts";
+
+const FIXTURE: Layout1Fixture = JSON.parse(
+  await Deno.readTextFile(new URL("./fixtures/layout1_kv.json", import.meta.url)),
+);
+const MAIN = new URL("../main.ts", import.meta.url).pathname;
+
+async function tempKv(): Promise<{ path: string; dir: string }> {
+  const dir = await Deno.makeTempDir({ prefix: "books-layout-" });
+  return { dir, path: `${dir}/kv.sqlite3` };
+}
+
+/** Starts main.ts and expects it to stop at start-up; returns its exit code and its lines. */
+async function refusedStart(env: Record<string, string>): Promise<{ code: number; line: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN],
+    env: { PORT: "0", GRPC_PORT: "off", HOST: "127.0.0.1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  // Deno's own warning about the default export (README, Running anywhere) is not ours.
+  const lines = new TextDecoder().decode(out.stderr).split("\n")
+    .filter((l) => l !== "" && !l.startsWith("warning: Detected export default"));
+  assert.equal(lines.length, 1, lines.join("\n"));
+  return { code: out.code, line: lines[0]! };
+}
+
+/** The owner counts of a dump, by owner. */
+function countsOf(entries: DumpedEntry[]): Record<string, number> {
+  return Object.fromEntries(
+    entries.flatMap((e) =>
+      e.key[0] === "owner_counts" && "u64" in e ? [[e.key[1], Number(e.u64)]] : []
+    ),
+  );
+}
+
+function layoutOf(entries: { key: Deno.KvKey; value?: unknown }[]): unknown {
+  return entries.find((e) => e.key.join("/") === "meta/layout")?.value;
+}
+
+Deno.test("a fresh KV is marked with the current layout, once, when several open it together", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const stores = await Promise.all(
+    [0, 1, 2].map(() => openStore(kv, { seedBooks: [], label: "test" })),
+  );
+  assert.equal(stores.length, 3);
+  assert.deepEqual((await kv.get(["meta", "layout"])).value, { version: CURRENT_LAYOUT });
+  const created = await stores[1]!.addresses.create("alice", addressOf(1));
+  assert.deepEqual((await kv.get(["addresses", created.address.id])).value, {
+    v: CURRENT_LAYOUT,
+    owner: "alice",
+    address: created.address,
+  });
+});
+
+Deno.test("regression: a server that finds no layout key while another initialises and seeds is not fooled into layout 1", async () => {
+  using kv = await Deno.openKv(":memory:");
+  // The interleaving two processes starting together on a fresh KV once hit: the first reads no
+  // layout key, the second initialises and seeds the catalogue, then the first lists the KV.
+  let other: Promise<unknown> | undefined;
+  const first = new Proxy(kv, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target);
+      if (name === "list" && other === undefined) {
+        other = openStore(kv, { seedBooks: [], label: "other" });
+        return (...args: Parameters<Deno.Kv["list"]>) => {
+          const listed = (async function* () {
+            await other;
+            yield* target.list(...args);
+          })();
+          return listed;
+        };
+      }
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const store = await openStore(first, { seedBooks: [], label: "first" });
+  assert.ok(other, "the interleaving happened");
+  assert.equal(typeof store.addresses.create, "function");
+  assert.deepEqual((await kv.get(["meta", "layout"])).value, { version: CURRENT_LAYOUT });
+});
+
+Deno.test("today's KV (layout 1, the fixture): refused without a migration, then migrated by deno task migrate", async () => {
+  const { dir, path } = await tempKv();
+  try {
+    await withKv(path, (kv) => loadKv(kv, FIXTURE.entries));
+    const refused = await refusedStart({ KV_PATH: path });
+    assert.notEqual(refused.code, 0);
+    assert.equal(
+      refused.line,
+      `the KV (${path}) has storage layout 1; this version needs layout 2: run ` +
+        "`deno task migrate` first, or start with MIGRATE_ON_START=true",
+    );
+    assert.deepEqual(await dumpFile(path), FIXTURE.entries, "refusing wrote nothing");
+
+    const migrated = await runTool("migrate", [], { KV_PATH: path });
+    assert.equal(migrated.code, 0, migrated.stderr);
+    assert.match(migrated.stderr, /is at layout 2 now \(was 1\)/);
+    const entries = await dumpFile(path);
+    assert.deepEqual(layoutOf(entries), { version: 2 });
+    const keys = entries.map((e) => JSON.stringify(e.key));
+    assert.ok(!keys.includes('["migrations","address_owners"]'), "the old marker is gone");
+    assert.ok(!keys.includes('["meta","migration"]'), "no progress left");
+    assert.deepEqual(countsOf(entries), { "": 4, alice: 5, bob: 7 });
+    for (const e of entries.filter((e) => e.key[0] === "addresses")) {
+      assert.equal((e as { value: { v: number } }).value.v, 2, JSON.stringify(e));
+    }
+    // Everything else (catalogue, counters, Idempotency-Keys) is as today's code left it.
+    const untouched = (all: typeof entries) =>
+      all.filter((e) =>
+        ["books", "catalogue", "counters", "idempotency"].includes(String(e.key[0]))
+      );
+    assert.deepEqual(untouched(entries), untouched(FIXTURE.entries));
+
+    // The server lists for each owner exactly what today's server listed.
+    const open = await spawnServer({ KV_PATH: path, GRPC_PORT: "off" });
+    try {
+      const page = await (await fetch(`${open.httpUrl}/addresses`)).json();
+      assert.deepEqual(page.addresses, FIXTURE.listed[""]);
+      // The key today's server stored still replays.
+      const replay = await fetch(`${open.httpUrl}/addresses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": "anon-key-1" },
+        body: JSON.stringify({ name: "Keyed Anon", city: "Köln", postalCode: "50667" }),
+      });
+      assert.equal(replay.headers.get("idempotent-replayed"), "true");
+      assert.equal((await replay.json()).id, 4);
+    } finally {
+      await open.stop();
+    }
+    const secured = await spawnServer({ KV_PATH: path, GRPC_PORT: "off", AUTH_JWT_SECRET: SECRET });
+    try {
+      const scope = "addresses:read addresses:write";
+      for (const owner of ["alice", "bob"]) {
+        const token = await hsToken({ sub: owner, scope });
+        const auth = { authorization: `Bearer ${token}` };
+        const page = await (await fetch(`${secured.httpUrl}/addresses`, { headers: auth })).json();
+        assert.deepEqual(page.addresses, FIXTURE.listed[owner], owner);
+      }
+      // POST continues after today's counter (15) and still skips the v2 PUT at 1000.
+      const bob = { authorization: `Bearer ${await hsToken({ sub: "bob", scope })}` };
+      const next = await fetch(`${secured.httpUrl}/addresses`, {
+        method: "POST",
+        headers: { ...bob, "content-type": "application/json" },
+        body: JSON.stringify(addressOf(0)),
+      });
+      assert.equal((await next.json()).id, 16);
+    } finally {
+      await secured.stop();
+    }
+    // Migrating again finds nothing to do.
+    const again = await runTool("migrate", [], { KV_PATH: path });
+    assert.equal(again.code, 0);
+    assert.match(again.stderr, /is at layout 2 already/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("MIGRATE_ON_START=true: two servers starting together on the fixture migrate it once", async () => {
+  const { dir, path } = await tempKv();
+  try {
+    await withKv(path, (kv) => loadKv(kv, FIXTURE.entries));
+    const env = { KV_PATH: path, GRPC_PORT: "off", MIGRATE_ON_START: "true" };
+    const [a, b] = await Promise.all([spawnServer(env), spawnServer(env)]);
+    try {
+      for (const server of [a, b]) {
+        const page = await (await fetch(`${server.httpUrl}/addresses`)).json();
+        assert.deepEqual(page.addresses, FIXTURE.listed[""]);
+      }
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+    const entries = await dumpFile(path);
+    assert.deepEqual(layoutOf(entries), { version: 2 });
+    assert.deepEqual(countsOf(entries), { "": 4, alice: 5, bob: 7 }, "each address counted once");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno serve --parallel with MIGRATE_ON_START=true: the workers migrate the fixture together, once", async () => {
+  const { dir, path } = await tempKv();
+  try {
+    await withKv(path, (kv) => loadKv(kv, FIXTURE.entries));
+    const server = await serveMain({
+      permissions: ["--allow-net", "--allow-env", "--allow-read", `--allow-write=${dir}`],
+      env: { KV_PATH: path, LOG_LEVEL: "warn", MIGRATE_ON_START: "true" },
+      workers: 2,
+    });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const page = await (await fetch(`${server.baseUrl}/addresses`)).json();
+        assert.deepEqual(page.addresses, FIXTURE.listed[""]);
+      }
+    } finally {
+      await server.stop();
+    }
+    const entries = await dumpFile(path);
+    assert.deepEqual(layoutOf(entries), { version: 2 });
+    assert.deepEqual(countsOf(entries), { "": 4, alice: 5, bob: 7 });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a KV of a newer layout: the server, migrate and export refuse it with one line; nothing is written", async () => {
+  const { dir, path } = await tempKv();
+  try {
+    await withKv(path, async (kv) => {
+      await kv.set(["meta", "layout"], { version: 3 });
+      await kv.set(["addresses", 1], { v: 3, whatever: "a future shape" });
+    });
+    const before = await dumpFile(path);
+    const refused = await refusedStart({ KV_PATH: path, MIGRATE_ON_START: "true" });
+    assert.match(refused.line, /has storage layout 3, newer than this version's 2/);
+    for (const tool of ["migrate", "export"] as const) {
+      const run = await runTool(tool, [], { KV_PATH: path });
+      assert.equal(run.code, 1, tool);
+      assert.match(run.stderr, /has storage layout 3, newer than this version's 2/);
+      assert.equal(run.stdout, "", "no partial export");
+    }
+    assert.deepEqual(await dumpFile(path), before);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a running server stops writing once a migration begins; reads go on, readiness turns 503", async () => {
+  const server = await startTestServer({ GRPC_PORT: "off" });
+  const post = () =>
+    fetch(`${server.httpUrl}/addresses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(addressOf(1)),
+    });
+  try {
+    assert.equal((await post()).status, 201);
+    assert.equal((await fetch(`${server.httpUrl}/readyz`)).status, 200);
+    // What a migration to a later layout does first.
+    await withKv(
+      server.kvPath,
+      (kv) =>
+        kv.set(["meta", "layout"], { version: CURRENT_LAYOUT, migratingTo: CURRENT_LAYOUT + 1 }),
+    );
+    const refused = await post();
+    assert.equal(refused.status, 503);
+    assert.equal((await refused.json()).errors[0].error, "service-unavailable");
+    const deleted = await fetch(`${server.httpUrl}/addresses/1`, { method: "DELETE" });
+    assert.equal(deleted.status, 503);
+    await deleted.body?.cancel();
+    const page = await (await fetch(`${server.httpUrl}/addresses`)).json();
+    assert.equal(page.addresses.length, 1, "the read still answers, and nothing was added");
+    const ready = await fetch(`${server.httpUrl}/readyz`);
+    assert.equal(ready.status, 503);
+    await ready.body?.cancel();
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("two migrations running together share the work: every record once, counts exact", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await writeLayout1(kv, 2000);
+  const events: number[] = [];
+  const results = await Promise.all([
+    migrateKv(kv, "test", (e) => events.push(e.items)),
+    migrateKv(kv, "test", (e) => events.push(e.items)),
+  ]);
+  assert.deepEqual(results.map((r) => r.from), [1, 1]);
+  assert.ok(events.length > 2000 / 90, `${events.length} batches`);
+  const expected = new Map<string, number>();
+  for (let id = 1; id <= 2000; id++) {
+    const owner = id % 7 === 0 ? "" : ownerOf(id);
+    expected.set(owner, (expected.get(owner) ?? 0) + 1);
+  }
+  for (const [owner, n] of expected) {
+    assert.equal(Number((await kv.get<Deno.KvU64>(["owner_counts", owner])).value), n, owner);
+  }
+  // A bare record got the anonymous owner and an index entry.
+  assert.deepEqual((await kv.get(["addresses", 7])).value, {
+    v: 2,
+    owner: "",
+    address: addressOf(7),
+  });
+  assert.deepEqual((await kv.get(["owner_addresses", "", 7])).value, addressOf(7));
+});
+
+Deno.test("kill -9 in the middle of deno task migrate, then again: the same KV as one uninterrupted run", async () => {
+  const n = 30_000;
+  const { dir, path } = await tempKv();
+  const reference = `${dir}/reference.sqlite3`;
+  try {
+    await withKv(path, (kv) => writeLayout1(kv, n));
+    await withKv(reference, (kv) => writeLayout1(kv, n));
+    const killed = await killTool("migrate", [], { KV_PATH: path }, /records/);
+    assert.ok(killed.killed, `the migration ended before the kill:\n${killed.stderr}`);
+    const midway = await dumpFile(path);
+    assert.deepEqual(layoutOf(midway), { version: 1, migratingTo: 2 }, "stopped midway");
+    const progress = midway.find((e) => e.key.join("/") === "meta/migration") as {
+      value: { items: number };
+    };
+    assert.ok(progress.value.items > 0 && progress.value.items < n, `${progress.value.items}`);
+
+    const resumed = await runTool("migrate", [], { KV_PATH: path });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    const clean = await runTool("migrate", [], { KV_PATH: reference });
+    assert.equal(clean.code, 0, clean.stderr);
+    const [after, expected] = [await dumpFile(path), await dumpFile(reference)];
+    assert.equal(after.length, expected.length);
+    assert.deepEqual(after, expected);
+    assert.deepEqual(layoutOf(after), { version: 2 });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("layout 1 read by dumpKv is what loadKv wrote (the fixture round-trips)", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await loadKv(kv, FIXTURE.entries);
+  assert.deepEqual(await dumpKv(kv), FIXTURE.entries);
+});
