@@ -78,6 +78,7 @@ export function postAddressesContender(
       const r = await runWrk({ ...load, seconds: ctx.opts.duration, idsFile: `${dir}/run.ids` });
       const cpuUsPerRequest = (await server.cpuSeconds() - cpu) * 1e6 / r.requests;
       const peakRssMiB = await server.peakRssMiB();
+      const peakRssEachMiB = await server.peakRssEachMiB();
       await server.stop("SIGKILL");
       live.delete(server);
       const again = await startOurs(place, { kvDir: dir, name: "ours (restarted)" });
@@ -98,6 +99,7 @@ export function postAddressesContender(
         failures: warm.failures + r.failures + duplicates + missing,
         firstFailure,
         peakRssMiB,
+        peakRssEachMiB,
         notes: [
           `round ${
             round + 1

@@ -28,6 +28,8 @@ export function httpContender(spec: {
   path: string;
   load: WrkLoad;
   verify?: (service: Service, url: string) => Promise<Partial<WrkLoad> & { notes?: string[] }>;
+  /** Count the lines it writes to stdout per round (default: ours only; its access log). */
+  countLog?: boolean;
 }): Contender {
   const { ctx } = spec;
   let service: Service | undefined;
@@ -70,14 +72,17 @@ export function httpContender(spec: {
       return {
         ...r,
         cpuUsPerRequest,
-        notes: spec.role === "ours" ? [`${logged} log lines for ${r.requests} requests`] : [],
+        notes: (spec.countLog ?? spec.role === "ours")
+          ? [`${logged} log lines for ${r.requests} requests`]
+          : [],
       };
     },
     async finish(): Promise<Finish> {
       if (!service) return { peakRssMiB: NaN, notes };
       const peakRssMiB = await service.peakRssMiB();
+      const peakRssEachMiB = await service.peakRssEachMiB();
       await service.stop();
-      return { peakRssMiB, notes };
+      return { peakRssMiB, peakRssEachMiB, notes };
     },
   };
 }

@@ -61,6 +61,28 @@ export function startYoga(place: PeerPlace, booksFile: string): Promise<Service>
   });
 }
 
+/**
+ * An idiomatic Hono app on Deno with Hono's request-id, logger and etag middleware
+ * (bench/peers/hono_app.ts). Its log goes to stdout, which the bench reads and discards as it
+ * does this server's access log.
+ */
+export function startHono(place: PeerPlace, booksFile: string): Promise<Service> {
+  return startService({
+    name: "Hono app",
+    command: [
+      Deno.execPath(),
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      peer("hono_app.ts"),
+    ],
+    env: { BOOKS_FILE: booksFile },
+    cwd: place.root,
+    cpus: place.serverCpus,
+  });
+}
+
 /** @grpc/grpc-js on Node (bench/peers/grpc_js_server.mjs). */
 export function startGrpcJs(place: PeerPlace, booksFile: string): Promise<Service> {
   return startService({

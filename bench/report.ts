@@ -14,6 +14,7 @@ export interface RunMeta {
   node: string;
   wrk: string;
   h2load: string;
+  go: string;
   pinning: string;
   loadAverageBefore: string;
   loadAverageAfter?: string;
@@ -51,6 +52,7 @@ export async function describeRun(tools: Tools, options: BenchOptions): Promise<
     node: await firstLine("node", ["--version"]),
     wrk: (await firstLine("wrk", ["--version"])).replace(/ Copyright.*/, ""),
     h2load: await firstLine("h2load", ["--version"]),
+    go: (await firstLine("go", ["version"])).replace(/^go version /, ""),
     pinning: tools.serverCpus === undefined
       ? "none (taskset missing or one core): client and server share the CPU"
       : `servers on CPU ${tools.serverCpus}, load generators on CPU ${tools.clientCpus}`,
@@ -83,9 +85,9 @@ export function workloadTable(w: WorkloadResult): string {
   const lines = [`### ${w.title}`, ""];
   if (w.skipped) return [...lines, `skipped: ${w.skipped}`, ""].join("\n");
   if (w.error) return [...lines, `error: ${w.error}`, ""].join("\n");
+  lines.push(`Load: ${w.load}. Checked: ${w.checks}.`, "");
+  for (const note of w.notes ?? []) lines.push(`Note: ${note}`, "");
   lines.push(
-    `Load: ${w.load}. Checked: ${w.checks}.`,
-    "",
     "| contender | req/s | p50 ms | p99 ms | peak RSS MiB | server CPU µs/req | ours ÷ it (req/s) | ours ÷ it (CPU/req) | failed checks |",
     "|---|---:|---:|---:|---:|---:|---|---:|---:|",
   );
@@ -107,7 +109,7 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
   const o = meta.options;
   const head = [
     `Machine: ${meta.cpu}, ${meta.cores} cores, ${meta.memoryGiB} GiB, ${meta.kernel}. ` +
-    `Deno ${meta.deno}, Node ${meta.node}, ${meta.wrk}, ${meta.h2load}.`,
+    `Deno ${meta.deno}, Node ${meta.node}, ${meta.wrk}, ${meta.h2load}, Go ${meta.go}.`,
     `Run ${meta.date}: ${o.rounds} rounds × ${o.duration} s per contender (after ${o.warmup} s ` +
     `warm-up), medians; ${meta.pinning}. Load average before ${meta.loadAverageBefore}, after ` +
     `${meta.loadAverageAfter ?? "-"}.`,

@@ -22,6 +22,8 @@ export interface Measurement {
 /** What a contender reports when it is finished. */
 export interface Finish {
   peakRssMiB: number;
+  /** Peak RSS of each process when the server runs several (e.g. a supervised gRPC child). */
+  peakRssEachMiB?: number[];
   failures?: number;
   notes?: string[];
 }
@@ -57,6 +59,8 @@ export interface Workload {
   targets: Target[];
   /** Set when the workload cannot run; the reason is reported instead of failing the run. */
   skipped?: string;
+  /** Said with the table, e.g. a peer left out because its toolchain is not installed. */
+  notes?: string[];
 }
 
 /** Medians of one contender over the rounds. */
@@ -89,6 +93,7 @@ export interface WorkloadResult {
   checks: string;
   skipped?: string;
   error?: string;
+  notes?: string[];
   contenders: ContenderResult[];
   targets: (Target & { ratio: number | undefined; met: boolean })[];
 }
@@ -103,7 +108,12 @@ export async function runWorkload(
   rounds: number,
   log: (line: string) => void,
 ): Promise<WorkloadResult> {
-  const base = { id: workload.id, title: workload.title, load: workload.load };
+  const base = {
+    id: workload.id,
+    title: workload.title,
+    load: workload.load,
+    ...(workload.notes?.length ? { notes: workload.notes } : {}),
+  };
   const result: WorkloadResult = { ...base, checks: workload.checks, contenders: [], targets: [] };
   if (workload.skipped) return { ...result, skipped: workload.skipped };
   const measured = new Map<Contender, Measurement[]>(workload.contenders.map((c) => [c, []]));
@@ -154,6 +164,10 @@ export async function runWorkload(
     const failed = ms.find((m) => m.failures > 0);
     const highest = ms.filter((m) => (m.peakRssEachMiB?.length ?? 0) > 1)
       .sort((a, b) => (b.peakRssMiB ?? 0) - (a.peakRssMiB ?? 0))[0];
+    const each = highest?.peakRssEachMiB ??
+      (roundRss.length === 0 && (fin?.peakRssEachMiB?.length ?? 0) > 1
+        ? fin?.peakRssEachMiB
+        : undefined);
     result.contenders.push({
       name: c.name,
       role: c.role,
@@ -161,7 +175,7 @@ export async function runWorkload(
       p50Ms: median(ms.map((m) => m.p50Ms)),
       p99Ms: median(ms.map((m) => m.p99Ms)),
       peakRssMiB: roundRss.length > 0 ? Math.max(...roundRss) : fin?.peakRssMiB ?? NaN,
-      ...(highest?.peakRssEachMiB ? { peakRssEachMiB: highest.peakRssEachMiB } : {}),
+      ...(each ? { peakRssEachMiB: each } : {}),
       cpuUsPerRequest: median(ms.map((m) => m.cpuUsPerRequest ?? NaN)),
       requests: ms.reduce((sum, m) => sum + m.requests, 0),
       failures: ms.reduce((sum, m) => sum + m.failures, 0) + (fin?.failures ?? 0),

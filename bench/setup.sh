@@ -1,14 +1,17 @@
 #!/bin/sh
 # Installs the load generators `deno task bench` drives: wrk (HTTP/1.1) and h2load (HTTP/2,
-# from nghttp2-client). Debian/Ubuntu only; run as root or with sudo. taskset (util-linux) is
-# optional: without it client and server are not pinned to separate cores.
+# from nghttp2-client), and Go with Debian's grpc-go sources for the grpc-go peer (built offline
+# by the bench; without them that peer is left out). Debian/Ubuntu only; run as root or with sudo.
+# taskset (util-linux) is optional: without it client and server are not pinned to separate cores.
 set -eu
 missing=""
 command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
 command -v h2load >/dev/null 2>&1 || missing="$missing nghttp2-client"
 command -v taskset >/dev/null 2>&1 || missing="$missing util-linux"
+command -v go >/dev/null 2>&1 || missing="$missing golang-go"
+[ -d /usr/share/gocode/src/google.golang.org/grpc ] || missing="$missing golang-google-grpc-dev"
 if [ -z "$missing" ]; then
-  echo "bench tools present: wrk, h2load, taskset"
+  echo "bench tools present: wrk, h2load, taskset, go, grpc-go sources"
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then

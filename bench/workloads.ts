@@ -5,11 +5,14 @@ import {
   postAddressesContender,
 } from "./addresses_contenders.ts";
 import { type BenchContext, httpContender, type WrkLoad } from "./contenders.ts";
+import { booksMessage } from "./books_message.ts";
 import { GRPC_STREAMS, grpcContender, type GrpcSample, type GrpcShape } from "./grpc_contenders.ts";
+import { buildGrpcGo, findGoToolchain, startGrpcGo } from "./grpc_go.ts";
 import { startOurs } from "./ours.ts";
 import {
   startBareHttp2,
   startGrpcJs,
+  startHono,
   startRawDeno,
   startYoga,
   writeRoutes,
@@ -25,11 +28,40 @@ export const YOGA = "graphql-yoga";
 export const GRPC_JS = "@grpc/grpc-js (Node)";
 export const NAIVE = "naive KV loop, 64 workers";
 export const BARE_HTTP2 = "bare node:http2 on Deno";
+export const HONO = "Hono app (request-id, logger, etag)";
+export const GRPC_GO = "grpc-go (GOMAXPROCS=1)";
 
 /** What the server logs when its supervised gRPC listener process died and is restarted. */
 const GRPC_RESTART = "grpc listener died";
 
+/** Headers the Hono app's request-id and etag middleware add: proof they ran. */
+const HONO_HEADERS = ["etag", "x-request-id"];
 const HTTP_CHECK = "every response: status and exact body size (wrk Lua hook)";
+const HONO_CHECK = "; the Hono app's bodies checked equal to ours, byte for byte, and its " +
+  "`ETag` and `X-Request-Id` present, before the load";
+
+/**
+ * Checks that a peer answers each path with exactly `ref`'s body bytes (so the load's size check
+ * compares like with like) and sends the headers its middleware adds.
+ */
+function sameBodies(paths: Map<string, Answer>, headers: string[]) {
+  return async (_: unknown, url: string) => {
+    const base = new URL(url).origin;
+    for (const [path, ref] of paths) {
+      const response = await fetch(`${base}${path}`);
+      const body = new Uint8Array(await response.arrayBuffer());
+      if (response.status !== 200 || body.byteLength !== ref.body.byteLength) {
+        throw new Error(`GET ${path}: ${response.status}, ${body.byteLength} B, not ours`);
+      }
+      if (!body.every((byte, i) => byte === ref.body[i])) {
+        throw new Error(`GET ${path}: the body differs from ours`);
+      }
+      const absent = headers.filter((h) => !response.headers.has(h));
+      if (absent.length > 0) throw new Error(`GET ${path}: no ${absent.join(", ")} header`);
+    }
+    return {};
+  };
+}
 
 /** The workloads of `deno task bench`, built from what the server answered in the probe. */
 export async function buildWorkloads(
@@ -73,7 +105,7 @@ export async function buildWorkloads(
     id: "rest-books",
     title: "GET /rest/books",
     load,
-    checks: HTTP_CHECK,
+    checks: HTTP_CHECK + HONO_CHECK,
     contenders: [
       httpContender({
         ctx,
@@ -84,6 +116,16 @@ export async function buildWorkloads(
         load: restLoad,
       }),
       ...ceilings("/rest/books", restLoad),
+      httpContender({
+        ctx,
+        name: HONO,
+        role: "peer",
+        start: () => startHono(place, booksFile),
+        path: "/rest/books",
+        load: restLoad,
+        verify: sameBodies(new Map([["/rest/books", ref.restBooks]]), HONO_HEADERS),
+        countLog: true,
+      }),
     ],
     targets: [{ against: RAW, min: 0.85 }],
   };
@@ -99,7 +141,8 @@ export async function buildWorkloads(
     id: "book-id",
     title: "GET /api/book/{id}",
     load: `${load}; cycling through all ${bookCount} ids`,
-    checks: "every response: status 200 and a body size one of the books has (wrk Lua hook)",
+    checks: "every response: status 200 and a body size one of the books has (wrk Lua hook)" +
+      HONO_CHECK + " (every id)",
     contenders: [
       httpContender({
         ctx,
@@ -110,6 +153,16 @@ export async function buildWorkloads(
         load: bookLoad,
       }),
       ...ceilings("/api/book/1", bookLoad),
+      httpContender({
+        ctx,
+        name: HONO,
+        role: "peer",
+        start: () => startHono(place, booksFile),
+        path: "/api/book/1",
+        load: bookLoad,
+        verify: sameBodies(ref.bookBodies, HONO_HEADERS),
+        countLog: true,
+      }),
     ],
     targets: [{ against: RAW, min: 0.8 }],
   };
@@ -166,6 +219,26 @@ export async function buildWorkloads(
 
   const grpcData = `${ctx.tmp}/books_request.grpc`;
   await Deno.writeFile(grpcData, new Uint8Array(5)); // uncompressed, empty BooksRequest
+  // grpc-go answers with the message the other peers encode; built once, when first started.
+  const goToolchain = await findGoToolchain();
+  const grpcGoNotes = "missing" in goToolchain ? [`${GRPC_GO} left out: ${goToolchain.missing}`] : [
+    `${GRPC_GO}: ${goToolchain.go}, grpc-go ${goToolchain.grpcGo}, default server options, ` +
+    "a hand-written service description answering every call with the pre-encoded message",
+  ];
+  const messageFile = `${ctx.tmp}/books_response.pb`;
+  let grpcGoBinary: Promise<string> | undefined;
+  type GrpcPeerSpec = Omit<Parameters<typeof grpcContender>[0], "name" | "role" | "start">;
+  const grpcGo = (spec: GrpcPeerSpec) => {
+    if ("missing" in goToolchain) return [];
+    const start = async () => {
+      grpcGoBinary ??= (async () => {
+        await Deno.writeFile(messageFile, await booksMessage(booksFile));
+        return await buildGrpcGo(goToolchain, ctx.tmp);
+      })();
+      return startGrpcGo(place, await grpcGoBinary, messageFile);
+    };
+    return [grpcContender({ ...spec, name: GRPC_GO, role: "peer", start })];
+  };
   const samples = new Map<string, GrpcSample>();
   const grpcSpec = { ctx, dataFile: grpcData, expectedBooks: bookCount, samples };
   const clients = Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
@@ -194,8 +267,10 @@ export async function buildWorkloads(
         role: "peer",
         start: () => startGrpcJs(place, booksFile),
       }),
+      ...grpcGo(grpcSpec),
     ],
     targets: [{ against: GRPC_JS, min: 1.0 }],
+    notes: grpcGoNotes,
   };
   if (ref.grpcSkipped) grpc.skipped = ref.grpcSkipped;
   else if (!ctx.tools.h2load) grpc.skipped = "h2load is not installed (Debian nghttp2-client)";
@@ -213,7 +288,7 @@ export async function buildWorkloads(
         `${shape.streams} stream${shape.streams === 1 ? "" : "s"}, HTTP/2 cleartext; one ` +
         "server process per contender for all rounds (peak RSS: its whole run; ours: HTTP " +
         "process + gRPC listener child)",
-      checks: grpc.checks + "; the message checked equal across the three servers",
+      checks: grpc.checks + "; the message checked equal across the servers",
       contenders: [
         grpcContender({
           ...spec,
@@ -232,6 +307,7 @@ export async function buildWorkloads(
           role: "peer",
           start: () => startGrpcJs(place, booksFile),
         }),
+        ...grpcGo(spec),
         grpcContender({
           ...spec,
           name: BARE_HTTP2,
@@ -240,6 +316,7 @@ export async function buildWorkloads(
         }),
       ],
       targets: shape.streams > 1 ? [{ against: GRPC_JS, min: 1.0 }] : [],
+      notes: grpcGoNotes,
     };
     if (grpc.skipped) workload.skipped = grpc.skipped;
     return workload;

@@ -8,25 +8,10 @@
 import http2 from "node:http2";
 import { Buffer } from "node:buffer";
 import type { AddressInfo } from "node:net";
-import { create, toBinary } from "@bufbuild/protobuf";
 import { createGoawayFilter } from "../../rpc/goaway_filter.ts";
-import { BooksResponseSchema } from "../../rpc/gen/books/v1/books_pb.ts";
+import { booksMessage } from "../books_message.ts";
 
-interface Book {
-  id: number;
-  title: string;
-  year: number;
-  author: { firstName: string; lastName: string };
-}
-
-const books = (JSON.parse(await Deno.readTextFile(Deno.env.get("BOOKS_FILE")!)) as Book[])
-  .sort((a, b) => a.id - b.id);
-const message = toBinary(
-  BooksResponseSchema,
-  create(BooksResponseSchema, {
-    book: books.map((b) => ({ title: b.title, year: b.year, author: b.author })),
-  }),
-);
+const message = await booksMessage(Deno.env.get("BOOKS_FILE")!);
 const frame = Buffer.alloc(5 + message.byteLength);
 frame.writeUInt32BE(message.byteLength, 1);
 frame.set(message, 5);
