@@ -10,8 +10,10 @@ import { createResultCache } from "../graphql/result_cache.ts";
 import { type GrpcListener, startGrpcListener } from "../rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "../rpc/grpc_supervisor.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
-import { openStore } from "../store/store.ts";
+import { openStore, type Store } from "../store/store.ts";
 import type { BookStore } from "../store/books.ts";
+import { isKvFile } from "../store/kv_identity.ts";
+import { guardStorage, type StorageHealth } from "../store/storage_health.ts";
 
 /** A started server: its bound URLs and a graceful stop. */
 export interface RunningServer {
@@ -23,6 +25,16 @@ export interface RunningServer {
   shutdown(): Promise<void>;
 }
 
+/** What the process passes in besides the configuration. */
+export interface ServerOptions {
+  logger?: Logger;
+  /**
+   * Wraps the KV handle under everything else (the storage guard included), the way a failing
+   * disk would sit under it: tests inject storage faults with it.
+   */
+  wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+}
+
 /** The HTTP edge over an open store: the handler and what it holds. */
 export interface Edge {
   /** The whole HTTP side: answers in front of the router, then the app. */
@@ -30,7 +42,10 @@ export interface Edge {
   books: BookStore;
   /** Authentication and rate limits, when configured (the gRPC listener uses it too). */
   gate: Gate | undefined;
+  /** The KV handle as opened (closed last). */
   kv: Deno.Kv;
+  /** Whether writes work and the KV file is the one opened (readiness). */
+  storage: StorageHealth;
 }
 
 /** How the listening line names the KV in use (never a URL: it may carry a token). */
@@ -47,15 +62,24 @@ export async function openEdge(
   config: Config,
   logger: Logger,
   state: { isListening: () => boolean; isShuttingDown: () => boolean },
+  options: Pick<ServerOptions, "wrapKv"> = {},
 ): Promise<Edge> {
   const seedBooks = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
   // Before the KV: a JWKS file that cannot be read stops start-up with nothing to close.
   const gate = await openGate(config);
-  const kv = await openKv(config.kvPlatform ? undefined : config.kvPath);
-  let store;
+  const path = config.kvPlatform ? undefined : config.kvPath;
+  const kv = await openKv(path);
+  let store: Store, storage: StorageHealth | undefined;
   try {
-    store = await openStore(kv, { seedBooks });
+    const guarded = await guardStorage(options.wrapKv?.(kv) ?? kv, {
+      logger,
+      label: kvLabel(config),
+      file: isKvFile(path) ? path : undefined,
+    });
+    storage = guarded.health;
+    store = await openStore(guarded.kv, { seedBooks });
   } catch (error) {
+    await storage?.close();
     kv.close();
     throw error;
   }
@@ -71,6 +95,7 @@ export async function openEdge(
     maxBodyBytes: config.maxBodyBytes,
     isShuttingDown: state.isShuttingDown,
     isListening: state.isListening,
+    storage,
     graphql: config.graphql,
     graphqlResults,
     corsOrigins: config.corsOrigins,
@@ -87,7 +112,7 @@ export async function openEdge(
   const handler = gate === undefined && config.corsOrigins === undefined
     ? front
     : withGate({ gate, cors: config.corsOrigins !== undefined }, front, app.fetch);
-  return { handler, books, gate, kv };
+  return { handler, books, gate, kv, storage };
 }
 
 function urlOf(addr: Deno.NetAddr): string {
@@ -98,7 +123,7 @@ function urlOf(addr: Deno.NetAddr): string {
 /** The long-lived process (`deno task start`): opens storage, starts both listeners. */
 export async function startServer(
   config: Config,
-  options: { logger?: Logger } = {},
+  options: ServerOptions = {},
 ): Promise<RunningServer> {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let shuttingDown = false;
@@ -106,10 +131,10 @@ export async function startServer(
   // that is down or restarting makes the process not ready again.
   let listening = false;
   let grpcServing = () => true;
-  const { handler, books, gate, kv } = await openEdge(config, logger, {
+  const { handler, books, gate, kv, storage } = await openEdge(config, logger, {
     isListening: () => listening && grpcServing(),
     isShuttingDown: () => shuttingDown,
-  });
+  }, options);
   const http = Deno.serve({
     port: config.port,
     hostname: config.host,
@@ -132,6 +157,7 @@ export async function startServer(
         : await startGrpcListener(listen, { books, logger, gate });
     } catch (error) {
       await http.shutdown();
+      await storage.close();
       kv.close();
       throw error;
     }
@@ -147,6 +173,7 @@ export async function startServer(
     stopping ??= (async () => {
       shuttingDown = true;
       await Promise.all([http.shutdown(), grpc?.shutdown()]);
+      await storage.close();
       kv.close();
       logger.always("stopped");
       logger.flush();

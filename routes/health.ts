@@ -2,6 +2,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import { errorResponse } from "../lib/schemas.ts";
 import type { Store } from "../store/store.ts";
+import type { StorageHealth } from "../store/storage_health.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 
 const StatusSchema = z.object({ status: z.string() }).openapi("Status");
@@ -19,9 +20,12 @@ const readyz = createRoute({
   method: "get",
   path: "/readyz",
   summary: "Readiness: every listener serves, KV reachable, catalogue seeded, not shutting down",
+  description: "503 while any of these is false, and while writes fail or the KV file is not " +
+    "the one opened (`storage-unavailable`). Writes are covered by a probe write when no write " +
+    "succeeded in the last second.",
   responses: {
     200: { description: "Ready", content: { "application/json": { schema: StatusSchema } } },
-    503: errorResponse("`service-unavailable`"),
+    503: errorResponse("`service-unavailable` or `storage-unavailable`"),
   },
 });
 
@@ -29,7 +33,12 @@ const READY_TIMEOUT_MS = 2000;
 
 /** Liveness and readiness probes. */
 export function healthRoutes(
-  deps: { store: Store; isShuttingDown: () => boolean; isListening: () => boolean },
+  deps: {
+    store: Store;
+    isShuttingDown: () => boolean;
+    isListening: () => boolean;
+    storage?: StorageHealth | undefined;
+  },
   app: OpenAPIHono<AppEnv>,
 ): void {
   app.openapi(healthz, (c) => c.json({ status: "ok" }, 200));
@@ -49,14 +58,20 @@ export function healthRoutes(
       });
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let refusal: AppError | undefined;
     try {
-      await Promise.race([
-        deps.store.ping(),
-        new Promise((_, reject) => {
+      refusal = await Promise.race([
+        (async () => {
+          await deps.store.ping();
+          return await deps.storage?.readiness();
+        })(),
+        new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error("KV ping timed out")), READY_TIMEOUT_MS);
         }),
       ]);
     } catch (error) {
+      // A storage fault on the read is the guard's error already.
+      if (error instanceof AppError) throw error;
       throw new AppError("service-unavailable", "KV is not reachable.", {
         retryAfter: 1,
         cause: error,
@@ -64,6 +79,7 @@ export function healthRoutes(
     } finally {
       clearTimeout(timer);
     }
+    if (refusal !== undefined) throw refusal;
     return c.json({ status: "ready" }, 200);
   });
 }
