@@ -1,7 +1,7 @@
 /** What a guarded KV handle asks before, after and on failure of each operation. */
 export interface StorageGate {
-  /** Throws when no write may be attempted now. */
-  beforeWrite(): void;
+  /** Rejects when no write may be attempted now. */
+  beforeWrite(): Promise<void>;
   /** After a write committed, before anyone is told: throws when it cannot be acknowledged. */
   afterWrite(): Promise<void>;
   /** The error to throw for a failed operation (a storage fault becomes an AppError). */
@@ -20,7 +20,7 @@ const READS = new Set<PropertyKey>(["get", "getMany"]);
  */
 export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
   async function write<T>(run: () => Promise<T>): Promise<T> {
-    gate.beforeWrite();
+    await gate.beforeWrite();
     let result: T;
     try {
       result = await run();

@@ -77,9 +77,9 @@ export async function watchKvFile(
       : "unreadable";
     current = storageUnavailable(
       change === "unreadable"
-        ? "The KV file cannot be checked; nothing is stored until it can."
-        : `The KV file was ${change} under the running server; nothing is stored until it is ` +
-          "back or the server restarts.",
+        ? "The KV file cannot be checked; nothing was stored, nor will be until it can."
+        : `The KV file was ${change} under the running server; nothing was stored, nor will be ` +
+          "until it is back or the server restarts.",
     );
     episode.start(`kv file ${change}`, {
       path,

@@ -89,8 +89,11 @@ export async function guardStorage(
   }
 
   const guarded = guardKv(kv, {
-    beforeWrite() {
-      const refusal = file?.refusal();
+    // Looked at before the write, not only after it: SQLite's WAL is found by the file's name,
+    // so a write into a file that is not at the path any more would reach, through the WAL the
+    // next start-up finds, whatever file is there now.
+    async beforeWrite() {
+      const refusal = await file?.verify();
       if (refusal === undefined) return;
       file!.refused();
       throw refusal;
@@ -99,7 +102,10 @@ export async function guardStorage(
       const refusal = await file?.verify();
       if (refusal !== undefined) {
         file!.refused();
-        throw refusal;
+        throw storageUnavailable(
+          "The KV file changed while this write was committed: it is not acknowledged, and may " +
+            "not be kept.",
+        );
       }
       succeeded(false);
     },
