@@ -14,6 +14,8 @@ import { openStore, type Store } from "../store/store.ts";
 import type { BookStore } from "../store/books.ts";
 import { isKvFile } from "../store/kv_identity.ts";
 import { guardStorage, type StorageHealth } from "../store/storage_health.ts";
+import { type HttpListener, listenHttp } from "./http_listener.ts";
+import { openFilesLimit } from "../lib/proc.ts";
 
 /** A started server: its bound URLs and a graceful stop. */
 export interface RunningServer {
@@ -68,13 +70,14 @@ export async function openEdge(
   // Before the KV: a JWKS file that cannot be read stops start-up with nothing to close.
   const gate = await openGate(config);
   const path = config.kvPlatform ? undefined : config.kvPath;
+  const file = isKvFile(path) ? path : undefined;
   const kv = await openKv(path);
   let store: Store, storage: StorageHealth | undefined;
   try {
     const guarded = await guardStorage(options.wrapKv?.(kv) ?? kv, {
       logger,
       label: kvLabel(config),
-      file: isKvFile(path) ? path : undefined,
+      file,
     });
     storage = guarded.health;
     store = await openStore(guarded.kv, { seedBooks });
@@ -131,15 +134,19 @@ export async function startServer(
   // that is down or restarting makes the process not ready again.
   let listening = false;
   let grpcServing = () => true;
+  let httpServing = () => true;
   const { handler, books, gate, kv, storage } = await openEdge(config, logger, {
-    isListening: () => listening && grpcServing(),
+    isListening: () => listening && httpServing() && grpcServing(),
     isShuttingDown: () => shuttingDown,
   }, options);
-  const http = Deno.serve({
-    port: config.port,
-    hostname: config.host,
-    onListen: () => {},
-  }, handler);
+  let http: HttpListener;
+  try {
+    http = listenHttp({ port: config.port, hostname: config.host }, handler, logger);
+  } catch (error) {
+    await storage.close();
+    kv.close();
+    throw error;
+  }
   const httpUrl = urlOf(http.addr);
   let grpc: Pick<GrpcListener, "url" | "shutdown"> & { serving?: () => boolean } | undefined;
   if (config.grpcPort !== "off") {
@@ -162,10 +169,17 @@ export async function startServer(
       throw error;
     }
   }
-  logger.always("listening", { http: httpUrl, grpc: grpc?.url, kv: kvLabel(config) });
+  logger.always("listening", {
+    http: httpUrl,
+    grpc: grpc?.url,
+    kv: kvLabel(config),
+    // Each connection holds a descriptor: this bounds the connections the process can hold.
+    maxOpenFiles: await openFilesLimit(),
+  });
   // Written before readiness turns 200: whoever trusts readiness can trust the log too.
   logger.flush();
   if (grpc?.serving) grpcServing = grpc.serving;
+  httpServing = http.serving;
   listening = true;
 
   let stopping: Promise<void> | undefined;
