@@ -13,6 +13,7 @@ import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
 import { openStore, type Store } from "../store/store.ts";
 import type { BookStore } from "../store/books.ts";
 import { isKvFile } from "../store/kv_identity.ts";
+import { explainKvWait } from "../store/kv_locks.ts";
 import { guardStorage, type StorageHealth } from "../store/storage_health.ts";
 import { type HttpListener, listenHttp } from "./http_listener.ts";
 import { openFilesLimit } from "../lib/proc.ts";
@@ -71,8 +72,15 @@ export async function openEdge(
   const gate = await openGate(config);
   const path = config.kvPlatform ? undefined : config.kvPath;
   const file = isKvFile(path) ? path : undefined;
-  const kv = await openKv(path);
-  let store: Store, storage: StorageHealth | undefined;
+  // Opening waits without a word while another process holds a lock: say who holds it.
+  const wait = file === undefined ? undefined : await explainKvWait(file, logger);
+  let kv: Deno.Kv, store: Store, storage: StorageHealth | undefined;
+  try {
+    kv = await openKv(path);
+  } catch (error) {
+    wait?.done();
+    throw error;
+  }
   try {
     const guarded = await guardStorage(options.wrapKv?.(kv) ?? kv, {
       logger,
@@ -85,6 +93,8 @@ export async function openEdge(
     await storage?.close();
     kv.close();
     throw error;
+  } finally {
+    wait?.done();
   }
   if (config.auth === undefined) {
     logger.warn("authentication is off: the address book is open to anyone", {
