@@ -16,7 +16,23 @@ export default { fetch: served.fetch } satisfies Deno.ServeDefaultExport;
 /** `deno run main.ts` (`deno task start`): both listeners, the gRPC one supervised. */
 async function runProcess(config: Config): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
-  let server: RunningServer;
+  let server: RunningServer | undefined;
+  const stop = async (signal: Deno.Signal) => {
+    logger.info("shutting down", { signal });
+    // Still starting (waiting for a locked KV, say): nothing serves yet, nothing to drain.
+    if (server === undefined) {
+      logger.flush();
+      Deno.exit(0);
+    }
+    // SIGTERM is an orchestrator's: drain. SIGINT (Ctrl-C) stops at once; a second signal
+    // ends a drain.
+    const drainMs = signal === "SIGTERM" ? config.shutdownDrainS * 1000 : 0;
+    await server.shutdown({ drainMs });
+    Deno.exit(0);
+  };
+  // Before start-up: readiness can answer 200 before `startServer` returns.
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
   try {
     server = await startServer(config, { logger });
   } catch (error) {
@@ -24,13 +40,6 @@ async function runProcess(config: Config): Promise<void> {
     console.error(error instanceof ConfigError ? error.message : `start-up failed: ${error}`);
     Deno.exit(1);
   }
-  const stop = async (signal: string) => {
-    logger.info("shutting down", { signal });
-    await server.shutdown();
-    Deno.exit(0);
-  };
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
 }
 
 /**

@@ -24,8 +24,12 @@ export interface RunningServer {
   httpUrl: string;
   /** Base URL of the gRPC listener, or undefined when `GRPC_PORT=off`. */
   grpcUrl: string | undefined;
-  /** Stops accepting, finishes in-flight requests, closes KV. Safe to call twice. */
-  shutdown(): Promise<void>;
+  /**
+   * Stops accepting, finishes in-flight requests, closes KV. With `drainMs`, readiness turns 503
+   * at once and the listeners keep serving that long first. Safe to call twice; a second call
+   * ends a drain at once.
+   */
+  shutdown(options?: { drainMs?: number }): Promise<void>;
 }
 
 /** What the process passes in besides the configuration. */
@@ -193,9 +197,27 @@ export async function startServer(
   listening = true;
 
   let stopping: Promise<void> | undefined;
-  function shutdown(): Promise<void> {
-    stopping ??= (async () => {
-      shuttingDown = true;
+  let endDrain: (() => void) | undefined;
+  function shutdown(options: { drainMs?: number } = {}): Promise<void> {
+    if (stopping !== undefined) {
+      endDrain?.();
+      return stopping;
+    }
+    // Readiness answers 503 from here on, so balancers stop sending before anything closes.
+    shuttingDown = true;
+    stopping = (async () => {
+      const drainMs = options.drainMs ?? 0;
+      if (drainMs > 0) {
+        logger.always("draining", { drainMs });
+        logger.flush();
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, drainMs);
+          endDrain = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
       await Promise.all([http.shutdown(), grpc?.shutdown()]);
       await storage.close();
       kv.close();
