@@ -16,6 +16,9 @@ export default { fetch: served.fetch } satisfies Deno.ServeDefaultExport;
 /** `deno run main.ts` (`deno task start`): both listeners, the gRPC one supervised. */
 async function runProcess(config: Config): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
+  // A file-size limit (`ulimit -f`) kills with SIGXFSZ by default; ignored, the write fails
+  // with EFBIG instead, and that is a storage fault the client gets a 503 for.
+  ignoreSignal("SIGXFSZ");
   let server: RunningServer | undefined;
   const stop = async (signal: Deno.Signal) => {
     logger.info("shutting down", { signal });
@@ -40,6 +43,12 @@ async function runProcess(config: Config): Promise<void> {
     console.error(error instanceof ConfigError ? error.message : `start-up failed: ${error}`);
     Deno.exit(1);
   }
+}
+
+function ignoreSignal(signal: Deno.Signal): void {
+  try {
+    Deno.addSignalListener(signal, () => {});
+  } catch { /* not on this platform */ }
 }
 
 /**
