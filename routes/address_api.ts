@@ -77,6 +77,8 @@ const LOCATION = {
 };
 
 const unsupported = errorResponse("`unsupported-media-type`");
+/** Any write: storage busy past the retry budget, or unable to take the write (Retry-After). */
+const STORAGE_FAULT = "`service-unavailable` or `storage-unavailable` (with `Retry-After`)";
 
 /** POST /addresses */
 export const createAddress = createRoute({
@@ -102,7 +104,7 @@ export const createAddress = createRoute({
     413: errorResponse("`payload-too-large`"),
     415: unsupported,
     422: errorResponse("`idempotency-key-reused`"),
-    503: errorResponse("`service-unavailable`"),
+    503: errorResponse(STORAGE_FAULT),
   },
 });
 
@@ -163,7 +165,7 @@ export const putAddress = createRoute({
     412: errorResponse("`precondition-failed`"),
     413: errorResponse("`payload-too-large`"),
     415: unsupported,
-    503: errorResponse("`service-unavailable`"),
+    503: errorResponse(STORAGE_FAULT),
   },
 });
 
@@ -191,6 +193,7 @@ export const patchAddress = createRoute({
       ...unsupported,
       headers: { "Accept-Patch": { schema: { type: "string" as const } } },
     },
+    503: errorResponse(STORAGE_FAULT),
   },
 });
 
@@ -205,5 +208,6 @@ export const deleteAddress = createRoute({
     400: errorResponse("`invalid-parameter`"),
     404: errorResponse("`address-not-found`"),
     412: errorResponse("`precondition-failed`"),
+    503: errorResponse(STORAGE_FAULT),
   },
 });
