@@ -16,7 +16,26 @@ export default { fetch: served.fetch } satisfies Deno.ServeDefaultExport;
 /** `deno run main.ts` (`deno task start`): both listeners, the gRPC one supervised. */
 async function runProcess(config: Config): Promise<void> {
   const logger = createLogger({ level: config.logLevel });
-  let server: RunningServer;
+  // A file-size limit (`ulimit -f`) kills with SIGXFSZ by default; ignored, the write fails
+  // with EFBIG instead, and that is a storage fault the client gets a 503 for.
+  ignoreSignal("SIGXFSZ");
+  let server: RunningServer | undefined;
+  const stop = async (signal: Deno.Signal) => {
+    logger.info("shutting down", { signal });
+    // Still starting (waiting for a locked KV, say): nothing serves yet, nothing to drain.
+    if (server === undefined) {
+      logger.flush();
+      Deno.exit(0);
+    }
+    // SIGTERM is an orchestrator's: drain. SIGINT (Ctrl-C) stops at once; a second signal
+    // ends a drain.
+    const drainMs = signal === "SIGTERM" ? config.shutdownDrainS * 1000 : 0;
+    await server.shutdown({ drainMs });
+    Deno.exit(0);
+  };
+  // Before start-up: readiness can answer 200 before `startServer` returns.
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
   try {
     server = await startServer(config, { logger });
   } catch (error) {
@@ -24,13 +43,12 @@ async function runProcess(config: Config): Promise<void> {
     console.error(error instanceof ConfigError ? error.message : `start-up failed: ${error}`);
     Deno.exit(1);
   }
-  const stop = async (signal: string) => {
-    logger.info("shutting down", { signal });
-    await server.shutdown();
-    Deno.exit(0);
-  };
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+}
+
+function ignoreSignal(signal: Deno.Signal): void {
+  try {
+    Deno.addSignalListener(signal, () => {});
+  } catch { /* not on this platform */ }
 }
 
 /**

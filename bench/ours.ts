@@ -42,6 +42,8 @@ export async function startOurs(
     LOG_LEVEL: "info",
     // The create workloads store far more than the default quota for their one owner.
     MAX_ADDRESSES_PER_OWNER: "999999999",
+    // Stopped between rounds: no orchestrator to drain for.
+    SHUTDOWN_DRAIN_S: "0",
   };
   if (options.booksFile) env.BOOKS_FILE = options.booksFile;
   return await startService({

@@ -56,6 +56,8 @@ export async function startServed(
       KV_PATH: `${options.kvDir}/kv.sqlite3`,
       LOG_LEVEL: "info",
       MAX_ADDRESSES_PER_OWNER: "999999999",
+      // Stopped between rounds: no orchestrator to drain for.
+      SHUTDOWN_DRAIN_S: "0",
     },
     cwd: place.root,
     cpus: place.serverCpus,

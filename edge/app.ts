@@ -4,6 +4,7 @@ import { AppError } from "../lib/errors.ts";
 import { invalidInput } from "../lib/invalid_input.ts";
 import type { Logger } from "../lib/log.ts";
 import type { Store } from "../store/store.ts";
+import type { StorageHealth } from "../store/storage_health.ts";
 import { addressRoutes } from "../routes/addresses.ts";
 import { ownerDataRoutes } from "../routes/owner_data.ts";
 import { booksRoutes } from "../routes/books.ts";
@@ -37,6 +38,8 @@ export interface AppDeps {
   isShuttingDown?: () => boolean;
   /** True once every listener of the process serves (readiness is 503 until then). */
   isListening?: () => boolean;
+  /** Whether writes work and the KV file is the one opened (readiness covers writes with it). */
+  storage?: StorageHealth | undefined;
   /** GraphQL limits (the `GRAPHQL_*` defaults when omitted). */
   graphql?: GraphqlConfig;
   /** GraphQL's result cache, when something in front of the app answers from it too. */
@@ -76,6 +79,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     store: deps.store,
     isShuttingDown: deps.isShuttingDown ?? (() => false),
     isListening: deps.isListening ?? (() => true),
+    storage: deps.storage,
   }, app);
   docsRoutes(app);
   homeRoutes(app);

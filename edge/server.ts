@@ -16,9 +16,14 @@ import { createTokenCache } from "../lib/token_cache.ts";
 import { type GrpcListener, startGrpcListener } from "../rpc/grpc_listener.ts";
 import { startSupervisedGrpc } from "../rpc/grpc_supervisor.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
-import { openStore } from "../store/store.ts";
+import { openStore, type Store } from "../store/store.ts";
 import { kvLabel } from "../store/kv_label.ts";
 import type { BookStore } from "../store/books.ts";
+import { isKvFile } from "../store/kv_identity.ts";
+import { explainKvWait } from "../store/kv_locks.ts";
+import { guardStorage, type StorageHealth } from "../store/storage_health.ts";
+import { type HttpListener, listenHttp } from "./http_listener.ts";
+import { openFilesLimit } from "../lib/proc.ts";
 
 /** A started server: its bound URLs and a graceful stop. */
 export interface RunningServer {
@@ -26,8 +31,12 @@ export interface RunningServer {
   httpUrl: string;
   /** Base URL of the gRPC listener, or undefined when `GRPC_PORT=off`. */
   grpcUrl: string | undefined;
-  /** Stops accepting, finishes in-flight requests, closes KV. Safe to call twice. */
-  shutdown(): Promise<void>;
+  /**
+   * Stops accepting, finishes in-flight requests, closes KV. With `drainMs`, readiness turns 503
+   * at once and the listeners keep serving that long first. Safe to call twice; a second call
+   * ends a drain at once.
+   */
+  shutdown(options?: { drainMs?: number }): Promise<void>;
   /** What the HTTP side's caches hold, by their own accounting (each is bounded by bytes). */
   caches: EdgeCaches;
 }
@@ -40,6 +49,16 @@ export interface EdgeCaches {
   tokens: CacheStats | undefined;
 }
 
+/** What the process passes in besides the configuration. */
+export interface ServerOptions {
+  logger?: Logger;
+  /**
+   * Wraps the KV handle under everything else (the storage guard included), the way a failing
+   * disk would sit under it: tests inject storage faults with it.
+   */
+  wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+}
+
 /** The HTTP edge over an open store: the handler and what it holds. */
 export interface Edge {
   /** The whole HTTP side: answers in front of the router, then the app. */
@@ -47,8 +66,11 @@ export interface Edge {
   books: BookStore;
   /** Authentication and rate limits, when configured (the gRPC listener uses it too). */
   gate: Gate | undefined;
+  /** The KV handle as opened (closed last). */
   kv: Deno.Kv;
   caches: EdgeCaches;
+  /** Whether writes work and the KV file is the one opened (readiness). */
+  storage: StorageHealth;
 }
 
 export { kvLabel } from "../store/kv_label.ts";
@@ -61,15 +83,31 @@ export async function openEdge(
   config: Config,
   logger: Logger,
   state: { isListening: () => boolean; isShuttingDown: () => boolean },
+  options: Pick<ServerOptions, "wrapKv"> = {},
 ): Promise<Edge> {
   const seedBooks = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
   // Before the KV: a JWKS file that cannot be read stops start-up with nothing to close.
   const tokens = createTokenCache<Identity>();
   const gate = await openGate(config, { tokenCache: tokens });
-  const kv = await openKv(config.kvPlatform ? undefined : config.kvPath);
-  let store;
+  const path = config.kvPlatform ? undefined : config.kvPath;
+  const file = isKvFile(path) ? path : undefined;
+  // Opening waits without a word while another process holds a lock: say who holds it.
+  const wait = file === undefined ? undefined : await explainKvWait(file, logger);
+  let kv: Deno.Kv, store: Store, storage: StorageHealth | undefined;
   try {
-    store = await openStore(kv, {
+    kv = await openKv(path);
+  } catch (error) {
+    wait?.done();
+    throw error;
+  }
+  try {
+    const guarded = await guardStorage(options.wrapKv?.(kv) ?? kv, {
+      logger,
+      label: kvLabel(config),
+      file,
+    });
+    storage = guarded.health;
+    store = await openStore(guarded.kv, {
       seedBooks,
       label: kvLabel(config),
       migrateOnStart: config.migrateOnStart,
@@ -79,8 +117,11 @@ export async function openEdge(
       },
     });
   } catch (error) {
+    await storage?.close();
     kv.close();
     throw error;
+  } finally {
+    wait?.done();
   }
   if (config.auth === undefined) {
     logger.warn("authentication is off: the address book is open to anyone", {
@@ -95,6 +136,7 @@ export async function openEdge(
     maxBodyBytes: config.maxBodyBytes,
     isShuttingDown: state.isShuttingDown,
     isListening: state.isListening,
+    storage,
     graphql: config.graphql,
     graphqlResults,
     graphqlDocuments,
@@ -119,7 +161,7 @@ export async function openEdge(
     graphqlResults: graphqlResults.stats,
     tokens: config.auth === undefined ? undefined : tokens,
   };
-  return { handler, books, gate, kv, caches };
+  return { handler, books, gate, kv, caches, storage };
 }
 
 function urlOf(addr: Deno.NetAddr): string {
@@ -130,7 +172,7 @@ function urlOf(addr: Deno.NetAddr): string {
 /** The long-lived process (`deno task start`): opens storage, starts both listeners. */
 export async function startServer(
   config: Config,
-  options: { logger?: Logger } = {},
+  options: ServerOptions = {},
 ): Promise<RunningServer> {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
   let shuttingDown = false;
@@ -138,15 +180,19 @@ export async function startServer(
   // that is down or restarting makes the process not ready again.
   let listening = false;
   let grpcServing = () => true;
-  const { handler, books, gate, kv, caches } = await openEdge(config, logger, {
-    isListening: () => listening && grpcServing(),
+  let httpServing = () => true;
+  const { handler, books, gate, kv, storage, caches } = await openEdge(config, logger, {
+    isListening: () => listening && httpServing() && grpcServing(),
     isShuttingDown: () => shuttingDown,
-  });
-  const http = Deno.serve({
-    port: config.port,
-    hostname: config.host,
-    onListen: () => {},
-  }, handler);
+  }, options);
+  let http: HttpListener;
+  try {
+    http = listenHttp({ port: config.port, hostname: config.host }, handler, logger);
+  } catch (error) {
+    await storage.close();
+    kv.close();
+    throw error;
+  }
   const httpUrl = urlOf(http.addr);
   let grpc: Pick<GrpcListener, "url" | "shutdown"> & { serving?: () => boolean } | undefined;
   if (config.grpcPort !== "off") {
@@ -164,21 +210,48 @@ export async function startServer(
         : await startGrpcListener(listen, { books, logger, gate });
     } catch (error) {
       await http.shutdown();
+      await storage.close();
       kv.close();
       throw error;
     }
   }
-  logger.always("listening", { http: httpUrl, grpc: grpc?.url, kv: kvLabel(config) });
+  logger.always("listening", {
+    http: httpUrl,
+    grpc: grpc?.url,
+    kv: kvLabel(config),
+    // Each connection holds a descriptor: this bounds the connections the process can hold.
+    maxOpenFiles: await openFilesLimit(),
+  });
   // Written before readiness turns 200: whoever trusts readiness can trust the log too.
   logger.flush();
   if (grpc?.serving) grpcServing = grpc.serving;
+  httpServing = http.serving;
   listening = true;
 
   let stopping: Promise<void> | undefined;
-  function shutdown(): Promise<void> {
-    stopping ??= (async () => {
-      shuttingDown = true;
+  let endDrain: (() => void) | undefined;
+  function shutdown(options: { drainMs?: number } = {}): Promise<void> {
+    if (stopping !== undefined) {
+      endDrain?.();
+      return stopping;
+    }
+    // Readiness answers 503 from here on, so balancers stop sending before anything closes.
+    shuttingDown = true;
+    stopping = (async () => {
+      const drainMs = options.drainMs ?? 0;
+      if (drainMs > 0) {
+        logger.always("draining", { drainMs });
+        logger.flush();
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, drainMs);
+          endDrain = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
       await Promise.all([http.shutdown(), grpc?.shutdown()]);
+      await storage.close();
       kv.close();
       logger.always("stopped");
       logger.flush();

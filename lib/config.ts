@@ -17,6 +17,9 @@ const ConfigSchema = z.object({
   BOOKS_FILE: z.string().min(1).optional(),
   MAX_BODY_BYTES: positiveInt.default(65536),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  SHUTDOWN_DRAIN_S: z.string().regex(/^[0-9]{1,4}$/, "must be whole seconds from 0 to 3600")
+    .transform(Number).refine((n) => n <= 3600, "must be whole seconds from 0 to 3600")
+    .default(5),
   GRAPHQL_MAX_DOCUMENT_BYTES: positiveInt.default(65536),
   GRAPHQL_MAX_TOKENS: positiveInt.default(2000),
   GRAPHQL_MAX_DEPTH: positiveInt.default(10),
@@ -111,6 +114,11 @@ export interface Config {
   booksFile: string | undefined;
   maxBodyBytes: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /**
+   * `SHUTDOWN_DRAIN_S`: after SIGTERM, readiness is 503 and the listeners keep serving this
+   * long before they close, so a balancer notices and stops sending first.
+   */
+  shutdownDrainS: number;
   /** GraphQL limits, checked before execution, and whether introspection is allowed. */
   graphql: GraphqlConfig;
   /** JWT bearer authentication; undefined when off. */
@@ -230,6 +238,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     booksFile: c.BOOKS_FILE,
     maxBodyBytes: c.MAX_BODY_BYTES,
     logLevel: c.LOG_LEVEL,
+    shutdownDrainS: c.SHUTDOWN_DRAIN_S,
     graphql: {
       maxDocumentBytes: c.GRAPHQL_MAX_DOCUMENT_BYTES,
       maxTokens: c.GRAPHQL_MAX_TOKENS,

@@ -26,6 +26,7 @@ export type ErrorCode =
   | "idempotency-key-reused"
   | "rate-limited"
   | "service-unavailable"
+  | "storage-unavailable"
   | "internal";
 
 /** Languages user messages are translated into; English is the fallback. */
@@ -177,6 +178,13 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
     messages: {
       en: "The service is temporarily unavailable. Please try again later.",
       de: "Der Dienst ist vorübergehend nicht verfügbar. Bitte später erneut versuchen.",
+    },
+  },
+  "storage-unavailable": {
+    status: 503,
+    messages: {
+      en: "Your data cannot be saved at the moment. Please try again later.",
+      de: "Ihre Daten können im Moment nicht gespeichert werden. Bitte später erneut versuchen.",
     },
   },
   "internal": {

@@ -99,7 +99,9 @@ const SHARED_RESPONSES = {
   },
   ServiceUnavailable: {
     description: "`service-unavailable`: storage busy past the retry budget or unreachable, " +
-      "token keys unavailable, the server shutting down, or (under `deno serve`) start-up failed.",
+      "token keys unavailable, the server shutting down, or (under `deno serve`) start-up " +
+      "failed; `storage-unavailable`: storage cannot be written (disk full, read-only, the KV " +
+      "file gone or replaced).",
     headers: { "Retry-After": RETRY_AFTER },
     content: ERROR_CONTENT,
   },
@@ -118,7 +120,7 @@ const shared = (name: keyof typeof SHARED_RESPONSES) => ({
   $ref: `#/components/responses/${name}`,
 });
 
-/** 503: storage busy or unreachable, keys unavailable, shutting down, or start-up failed. */
+/** 503: storage busy, unreachable or failing, keys unavailable, shutting down, or start-up failed. */
 export const UNAVAILABLE = shared("ServiceUnavailable");
 
 /** What the gate may answer for any operation it guards (every one but the probes). */

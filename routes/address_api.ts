@@ -79,7 +79,7 @@ const LOCATION = {
 };
 
 const unsupported = errorResponse("`unsupported-media-type`");
-
+/** Any write: storage busy past the retry budget, or unable to take the write (Retry-After). */
 /** POST /addresses */
 export const createAddress = createRoute({
   ...routeAccess("addresses:write"),

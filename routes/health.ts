@@ -2,6 +2,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import { UNAVAILABLE } from "../lib/openapi.ts";
 import type { Store } from "../store/store.ts";
+import type { StorageHealth } from "../store/storage_health.ts";
 import type { AppEnv } from "../lib/app_env.ts";
 import { routeAccess } from "../lib/access.ts";
 
@@ -29,9 +30,10 @@ const readyz = createRoute({
   operationId: "getReadiness",
   tags: ["service"],
   summary: "Readiness: every listener serves, KV reachable, catalogue seeded, not shutting down",
-  description: "200 once every listener of the process serves, KV answers and the catalogue is " +
-    "seeded; 503 `service-unavailable` otherwise, and while shutting down. No token, no rate " +
-    "limit.",
+  description: "200 once every listener of the process serves, KV answers, writes work and the " +
+    "catalogue is seeded; 503 `service-unavailable` or `storage-unavailable` otherwise (writes " +
+    "failing, the KV file not the one opened), and while shutting down. Writes are covered by a " +
+    "probe write when no write succeeded in the last second. No token, no rate limit.",
   responses: {
     200: { description: "Ready", content: { "application/json": { schema: StatusSchema } } },
     503: UNAVAILABLE,
@@ -42,7 +44,12 @@ const READY_TIMEOUT_MS = 2000;
 
 /** Liveness and readiness probes. */
 export function healthRoutes(
-  deps: { store: Store; isShuttingDown: () => boolean; isListening: () => boolean },
+  deps: {
+    store: Store;
+    isShuttingDown: () => boolean;
+    isListening: () => boolean;
+    storage?: StorageHealth | undefined;
+  },
   app: OpenAPIHono<AppEnv>,
 ): void {
   app.openapi(healthz, (c) => c.json({ status: "ok" }, 200));
@@ -62,14 +69,20 @@ export function healthRoutes(
       });
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let refusal: AppError | undefined;
     try {
-      await Promise.race([
-        deps.store.ping(),
-        new Promise((_, reject) => {
+      refusal = await Promise.race([
+        (async () => {
+          await deps.store.ping();
+          return await deps.storage?.readiness();
+        })(),
+        new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error("KV ping timed out")), READY_TIMEOUT_MS);
         }),
       ]);
     } catch (error) {
+      // A storage fault on the read is the guard's error already.
+      if (error instanceof AppError) throw error;
       throw new AppError("service-unavailable", "KV is not reachable.", {
         retryAfter: 1,
         cause: error,
@@ -77,6 +90,7 @@ export function healthRoutes(
     } finally {
       clearTimeout(timer);
     }
+    if (refusal !== undefined) throw refusal;
     return c.json({ status: "ready" }, 200);
   });
 }

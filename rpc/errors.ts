@@ -28,6 +28,8 @@ export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
   "idempotency-key-reused": Code.FailedPrecondition,
   "rate-limited": Code.ResourceExhausted,
   "service-unavailable": Code.Unavailable,
+  // Retryable, as 503 is: the fault is this instance's storage, not the caller's quota.
+  "storage-unavailable": Code.Unavailable,
   "internal": Code.Internal,
 };
 

@@ -155,7 +155,7 @@ export interface paths {
         };
         /**
          * Readiness: every listener serves, KV reachable, catalogue seeded, not shutting down
-         * @description 200 once every listener of the process serves, KV answers and the catalogue is seeded; 503 `service-unavailable` otherwise, and while shutting down. No token, no rate limit.
+         * @description 200 once every listener of the process serves, KV answers, writes work and the catalogue is seeded; 503 `service-unavailable` or `storage-unavailable` otherwise (writes failing, the KV file not the one opened), and while shutting down. Writes are covered by a probe write when no write succeeded in the last second. No token, no rate limit.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -384,7 +384,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `service-unavailable`: storage busy past the retry budget or unreachable, token keys unavailable, the server shutting down, or (under `deno serve`) start-up failed. */
+        /** @description `service-unavailable`: storage busy past the retry budget or unreachable, token keys unavailable, the server shutting down, or (under `deno serve`) start-up failed; `storage-unavailable`: storage cannot be written (disk full, read-only, the KV file gone or replaced). */
         ServiceUnavailable: {
             headers: {
                 /** @description Seconds to wait before retrying. */

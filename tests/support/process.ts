@@ -7,13 +7,24 @@ export interface Spawned {
   lines(): Record<string, unknown>[];
   /** Sends `signal` (SIGTERM by default) and waits for exit; resolves to the exit code. */
   stop(signal?: Deno.Signal): Promise<number>;
+  /** Resolves to the exit code once the process ended by itself (or was stopped). */
+  exited: Promise<number>;
 }
 
-/** Spawns `deno <args>` with `env` added to this process's environment, in `cwd` if given. */
-export function spawnDeno(args: string[], env: Record<string, string>, cwd?: string): Spawned {
-  const child = new Deno.Command(Deno.execPath(), {
+/**
+ * Spawns `deno <args>` (or `command <args>`, a wrapper that runs deno) with `env` added to this
+ * process's environment, in `cwd` if given.
+ */
+export function spawnDeno(
+  args: string[],
+  env: Record<string, string>,
+  cwd?: string,
+  command: string = Deno.execPath(),
+): Spawned {
+  const child = new Deno.Command(command, {
     args,
-    env,
+    // No drain on SIGTERM unless a test asks for one.
+    env: { SHUTDOWN_DRAIN_S: "0", ...env },
     ...(cwd === undefined ? {} : { cwd }),
     stdin: "null",
     stdout: "piped",
@@ -30,8 +41,14 @@ export function spawnDeno(args: string[], env: Record<string, string>, cwd?: str
     }
   };
   const pumps = Promise.all([pump(child.stdout, true), pump(child.stderr, false)]);
+  const exited = (async () => {
+    const status = await child.status;
+    await pumps;
+    return status.code;
+  })();
   return {
     pid: child.pid,
+    exited,
     output: () => text,
     lines: () =>
       stdout.split("\n").flatMap((line) => {

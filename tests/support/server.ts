@@ -2,6 +2,7 @@ import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
 import { type RunningServer, startServer } from "../../main.ts";
 import { checkContract } from "./contract.ts";
+import type { ServerOptions } from "../../edge/server.ts";
 
 /** An in-process server on port 0 with a temporary KV file, and the log lines it wrote. */
 export interface TestServer extends RunningServer {
@@ -12,7 +13,10 @@ export interface TestServer extends RunningServer {
 }
 
 /** Starts the real server (both listeners on port 0 unless overridden) on a fresh KV file. */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  options: Pick<ServerOptions, "wrapKv"> = {},
+): Promise<TestServer> {
   const dir = await Deno.makeTempDir({ prefix: "books-test-" });
   const kvPath = env.KV_PATH ?? `${dir}/kv.sqlite3`;
   const config = loadConfig({
@@ -29,7 +33,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
       for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
     },
   });
-  const server = await startServer(config, { logger });
+  const server = await startServer(config, { logger, ...options });
   checkContract(server.httpUrl);
   return {
     ...server,
@@ -68,7 +72,8 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
       "--allow-run",
       MAIN,
     ],
-    env: { PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", ...env },
+    // No drain on SIGTERM unless a test asks for one.
+    env: { PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", SHUTDOWN_DRAIN_S: "0", ...env },
     stdout: "piped",
     stderr: "piped",
   }).spawn();
