@@ -228,9 +228,18 @@ function streamsFirstTo(
   const compat = listeners[0] as (...args: unknown[]) => void;
   server.removeAllListeners("stream");
   server.on("stream", (stream: http2.ServerHttp2Stream, headers, ...rest: unknown[]) => {
+    stream.on("error", ignoreStreamError);
     if (!take(stream, headers)) compat.call(server, stream, headers, ...rest);
   });
 }
+
+/**
+ * When a connection fails (the client reset it, or went away while frames were being written),
+ * node:http2 destroys each of its streams with the connection's error; a stream with no `error`
+ * listener would throw it out of the event loop and take the process down. The connection's
+ * error is logged once by its session; a stream has nothing to add.
+ */
+function ignoreStreamError(): void {}
 
 /**
  * Feeds the connection's bytes to nghttp2 without the client's GOAWAY frames (see

@@ -49,11 +49,22 @@ export function coalesceWrites(session: http2.ServerHttp2Session, native: Native
     // A destroyed session has written its last frames (the polyfill drains them itself).
     if (session.destroyed) return;
     const socket = session.socket;
+    // The peer may have gone since the frames were produced: its FIN ends the socket's
+    // writable side, and a write after that fails the socket with EPIPE, which the polyfill
+    // turns into an error on every stream of the connection. Nothing can reach that client any
+    // more, so its frames are dropped and the connection's streams are closed now.
+    if (!writable(socket)) {
+      session.destroy();
+      return;
+    }
     socket.cork();
     try {
       send.call(native);
+    } catch {
+      // A socket that fails under the write belongs to this connection alone.
+      session.destroy();
     } finally {
-      socket.uncork();
+      if (!socket.destroyed) socket.uncork();
     }
   }
   native.sendPending = () => {
@@ -65,4 +76,14 @@ export function coalesceWrites(session: http2.ServerHttp2Session, native: Native
     flush();
     return hasPendingData.call(native);
   };
+}
+
+/** Whether bytes written to the connection's socket can still reach the peer. */
+function writable(socket: http2.ServerHttp2Session["socket"]): boolean {
+  const s = socket as unknown as {
+    destroyed?: boolean;
+    writable?: boolean;
+    writableEnded?: boolean;
+  };
+  return !s.destroyed && s.writable !== false && s.writableEnded !== true;
 }
