@@ -58,14 +58,17 @@ export function coalesceWrites(session: http2.ServerHttp2Session, native: Native
       return;
     }
     socket.cork();
+    let failed = false;
     try {
       send.call(native);
     } catch {
-      // A socket that fails under the write belongs to this connection alone.
-      session.destroy();
+      failed = true;
     } finally {
-      if (!socket.destroyed) socket.uncork();
+      // Through the session's socket proxy, which throws once the session let go of it.
+      if (!session.destroyed) socket.uncork();
     }
+    // A socket that fails under the write belongs to this connection alone.
+    if (failed) session.destroy();
   }
   native.sendPending = () => {
     if (scheduled) return;
