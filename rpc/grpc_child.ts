@@ -10,6 +10,7 @@ import { createLogger, type LogLevel } from "../lib/log.ts";
 import { openBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
 import { startGrpcListener } from "./grpc_listener.ts";
+import { installLastResort } from "./last_resort.ts";
 
 /** What the supervisor passes to the child (as JSON in `GRPC_CHILD_CONFIG`). */
 export interface GrpcChildConfig {
@@ -23,6 +24,9 @@ export interface GrpcChildConfig {
   auth: AuthConfig | undefined;
   rateLimit: RateLimitConfig | undefined;
 }
+
+/** Exit code of a child that stopped itself because too many errors escaped (EX_SOFTWARE). */
+export const EXIT_UNTRUSTED = 70;
 
 /** Environment variable carrying the child's configuration. */
 export const CHILD_CONFIG_ENV = "GRPC_CHILD_CONFIG";
@@ -42,13 +46,16 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   logger.flush();
 
   let stopping = false;
-  const stop = async () => {
+  const stop = async (code = 0) => {
     if (stopping) return;
     stopping = true;
     await listener.shutdown();
     logger.flush();
-    Deno.exit(0);
+    Deno.exit(code);
   };
+  // What escapes every handler is logged and counted, not fatal (see last_resort.ts); a fault
+  // that keeps repeating ends this process gracefully and the supervisor starts a fresh one.
+  installLastResort({ logger, onUnsafe: () => void stop(EXIT_UNTRUSTED) });
   // Ctrl-C reaches the whole process group; the supervisor decides when this process stops.
   Deno.addSignalListener("SIGINT", () => {});
   Deno.addSignalListener("SIGTERM", () => void stop());
