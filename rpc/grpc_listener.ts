@@ -12,6 +12,8 @@ import { requestIdFrom } from "../lib/request_id.ts";
 import { gateKey, requestIdKey } from "./interceptor.ts";
 import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
 import { createGoawayFilter } from "./goaway_filter.ts";
+import { DEFAULT_CONNECTION_LIMITS, guardConnections } from "./connection_guard.ts";
+import { createRefusalLog } from "./refusal_log.ts";
 import { coalesceWrites, type NativeSession, nativeSession } from "./native_session.ts";
 import { APP_SERVICES, grpcListenerRoutes, handlerOptions, MAX_MESSAGE_BYTES } from "./router.ts";
 import { unknownMethod } from "./unknown_method.ts";
@@ -26,6 +28,14 @@ export interface GrpcListenerConfig {
   tls?: { certFile: string; keyFile: string } | undefined;
   /** Most connections open at once; more are closed at once (default 1000). */
   maxConnections?: number;
+  /** Most connections open at once from one client address (default 100). */
+  maxConnectionsPerClient?: number;
+  /** Time to complete the HTTP/2 handshake (default 5 s). */
+  handshakeTimeoutMs?: number;
+  /** A connection with no call in flight for this long is closed (default 5 minutes). */
+  idleTimeoutMs?: number;
+  /** Refused connections are logged as one summary line per interval (default 10 s). */
+  refusalLogIntervalMs?: number;
 }
 
 /** A started gRPC listener. */
@@ -40,13 +50,10 @@ export interface GrpcListener {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-// HTTP/2 limits. Streams per connection as most gRPC servers advertise; a connection that is
-// idle this long is sent GOAWAY (clients reconnect transparently); more connections than this
-// are refused, so a connection flood cannot exhaust memory.
+// HTTP/2 limits: streams per connection as most gRPC servers advertise. Connection limits are
+// in connection_guard.ts.
 const MAX_CONCURRENT_STREAMS = 100;
 const MAX_HEADER_LIST_BYTES = 16 * 1024;
-const DEFAULT_MAX_CONNECTIONS = 1000;
-const IDLE_SESSION_MS = 5 * 60 * 1000;
 const DEFAULT_GRACE_MS = 10_000;
 const DRAIN_MAX_BYTES = 2 * MAX_MESSAGE_BYTES;
 const DRAIN_MAX_MS = 10_000;
@@ -122,16 +129,16 @@ export async function startGrpcListener(
   });
   streamsFirstTo(server, gate === undefined ? fastPath : gatedStreams(gate, decisions, fastPath));
 
-  const sessions = new Set<http2.ServerHttp2Session>();
-  const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const refusals = createRefusalLog(logger, config.refusalLogIntervalMs);
+  const guard = guardConnections({
+    maxConnections: config.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
+    maxPerClient: config.maxConnectionsPerClient ?? DEFAULT_CONNECTION_LIMITS.maxPerClient,
+    handshakeTimeoutMs: config.handshakeTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.handshakeTimeoutMs,
+    idleTimeoutMs: config.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
+  }, refusals);
+  const sessions = guard.sessions;
   server.on("session", (session: http2.ServerHttp2Session) => {
-    if (sessions.size >= maxConnections) {
-      logger.warn("grpc connection refused", { reason: "too many connections" });
-      session.destroy();
-      return;
-    }
-    sessions.add(session);
-    session.on("close", () => sessions.delete(session));
+    if (!guard.admit(session)) return;
     const native = nativeSession(session);
     if (native) {
       ignoreClientGoaway(native);
@@ -145,7 +152,6 @@ export async function startGrpcListener(
     session.on("error", (error: Error) => {
       logger.debug("grpc connection error", { error: error.message });
     });
-    session.setTimeout(IDLE_SESSION_MS, () => session.close());
   });
   server.on("sessionError", (error: Error) => {
     logger.debug("grpc connection error", { error: error.message });
@@ -175,6 +181,7 @@ export async function startGrpcListener(
       clearTimeout(timer);
       for (const session of sessions) session.destroy();
       await closed;
+      refusals.close();
     })();
     return stopping;
   }

@@ -135,10 +135,12 @@ export function connectRaw(
   }[] = [];
   let pending: Buffer = Buffer.alloc(0);
   let isClosed = false;
-  let prefaceSent = false;
+  // Where the bytes this client wrote stand: an ACK may only follow the client's own preface
+  // and first SETTINGS frame, and never land inside a frame the client is part way through.
+  const boundary = frameBoundaries();
   let unacked = 0;
   const ack = () => {
-    for (; prefaceSent && unacked > 0; unacked--) {
+    for (; boundary.settled() && unacked > 0; unacked--) {
       if (!socket.destroyed && socket.writable) {
         socket.write(frame(FrameType.SETTINGS, Flag.ACK, 0));
       }
@@ -187,10 +189,8 @@ export function connectRaw(
         isClosed: () => isClosed,
         write: (bytes) => {
           if (!socket.destroyed && socket.writable) socket.write(bytes);
-          if (!prefaceSent && PREFACE.equals(bytes.subarray(0, PREFACE.length))) {
-            prefaceSent = true;
-            ack();
-          }
+          boundary.wrote(bytes);
+          ack();
         },
         waitFor: (match) => {
           const seen = frames.find(match);
@@ -201,4 +201,40 @@ export function connectRaw(
       });
     });
   });
+}
+
+/**
+ * Follows the frames a client writes, chunk by chunk: `settled()` is true when the preface and
+ * at least one whole frame are written and the last write ended on a frame boundary.
+ */
+function frameBoundaries() {
+  let magicLeft = PREFACE.length;
+  const header: number[] = [];
+  let payloadLeft = 0;
+  let frames = 0;
+  return {
+    wrote(bytes: Uint8Array) {
+      let at = 0;
+      while (at < bytes.length) {
+        if (magicLeft > 0) {
+          const n = Math.min(magicLeft, bytes.length - at);
+          magicLeft -= n;
+          at += n;
+        } else if (payloadLeft > 0) {
+          const n = Math.min(payloadLeft, bytes.length - at);
+          payloadLeft -= n;
+          at += n;
+          if (payloadLeft === 0) frames++;
+        } else {
+          header.push(bytes[at++]!);
+          if (header.length === 9) {
+            payloadLeft = (header[0]! << 16) | (header[1]! << 8) | header[2]!;
+            header.length = 0;
+            if (payloadLeft === 0) frames++;
+          }
+        }
+      }
+    },
+    settled: () => magicLeft === 0 && frames > 0 && header.length === 0 && payloadLeft === 0,
+  };
 }
