@@ -4,7 +4,12 @@
  * URL as a `grpc listening` log line on stdout. It stops gracefully on SIGTERM, or when its
  * stdin closes (the HTTP process is gone), so it never outlives its supervisor.
  */
-import { type AuthConfig, ConfigError, type RateLimitConfig } from "../lib/config.ts";
+import {
+  type AuthConfig,
+  ConfigError,
+  type GrpcConnectionConfig,
+  type RateLimitConfig,
+} from "../lib/config.ts";
 import { openGate } from "../lib/gate.ts";
 import { createLogger, type LogLevel } from "../lib/log.ts";
 import { openBookStore } from "../store/books.ts";
@@ -13,7 +18,7 @@ import { startGrpcListener } from "./grpc_listener.ts";
 import { installLastResort } from "./last_resort.ts";
 
 /** What the supervisor passes to the child (as JSON in `GRPC_CHILD_CONFIG`). */
-export interface GrpcChildConfig {
+export interface GrpcChildConfig extends Partial<GrpcConnectionConfig> {
   port: number;
   host: string;
   kvPath: string;
@@ -39,7 +44,14 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   // The catalogue is read-only and kept in memory, so KV is closed once it is loaded.
   const books = await openBookStore(kv, seed).finally(() => kv.close());
   const listener = await startGrpcListener(
-    { port: config.port, host: config.host, tls: config.tls },
+    {
+      port: config.port,
+      host: config.host,
+      tls: config.tls,
+      maxConnectionsPerClient: config.maxConnectionsPerClient,
+      handshakeTimeoutMs: config.handshakeTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+    },
     { books, logger, gate },
   );
   logger.always("grpc listening", { grpc: listener.url, pid: Deno.pid });

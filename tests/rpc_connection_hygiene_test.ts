@@ -7,6 +7,8 @@ import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { createLogger } from "../lib/log.ts";
 import { type GrpcListenerConfig, startGrpcListener } from "../rpc/grpc_listener.ts";
 import { clientOf } from "../rpc/connection_guard.ts";
+import { ConfigError, loadConfig } from "../lib/config.ts";
+import { startTestServer } from "./support/server.ts";
 import { createBookStore } from "../store/books.ts";
 import {
   clientStart,
@@ -368,4 +370,80 @@ Deno.test("connections count against their client's address; an IPv6 client by i
   assert.equal(clientOf("::1"), "0:0:0:0::/64");
   assert.equal(clientOf("fe80::1%eth0"), "fe80:0:0:0::/64");
   assert.equal(clientOf(undefined), "unknown");
+});
+
+Deno.test("GRPC_MAX_CONNECTIONS_PER_CLIENT and GRPC_*_TIMEOUT_S reach the supervised listener", async () => {
+  const server = await startTestServer({
+    GRPC_MAX_CONNECTIONS_PER_CLIENT: "2",
+    GRPC_HANDSHAKE_TIMEOUT_S: "1",
+    GRPC_IDLE_TIMEOUT_S: "1",
+  });
+  const conns: RawConnection[] = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      const conn = await connectRaw(server.grpcUrl!);
+      conns.push(conn);
+      conn.write(clientStart());
+    }
+    assert.deepEqual(await Promise.all(conns.map((c) => admitted(c))), [true, true, false]);
+    // Slots freed, a connection that never speaks HTTP/2 is closed when its second is up.
+    for (const c of conns) c.socket.destroy();
+    const silent = await connectRaw(server.grpcUrl!);
+    conns.push(silent);
+    await silent.closed;
+    assert.equal(silent.frames.filter((f) => f.type === FrameType.SETTINGS).length, 1);
+    // One that does speak it, but makes no call, is sent GOAWAY when its second is up.
+    const idle = await connectRaw(server.grpcUrl!);
+    conns.push(idle);
+    idle.write(clientStart());
+    assert.ok(await admitted(idle));
+    await idle.waitFor((f) => f.type === FrameType.GOAWAY);
+  } finally {
+    for (const c of conns) c.socket.destroy();
+    await server.close();
+  }
+  const refused = server.logs.filter((l) => l.msg === "grpc connections refused");
+  const counts = refused.map((l) => l.refused as Record<string, number>);
+  assert.equal(counts.reduce((n, c) => n + (c["client-limit"] ?? 0), 0), 1);
+  assert.equal(counts.reduce((n, c) => n + (c["handshake-timeout"] ?? 0), 0), 1);
+});
+
+Deno.test("bad connection settings stop start-up with one line naming the variable", () => {
+  const cases: [Record<string, string>, string][] = [
+    [
+      { GRPC_MAX_CONNECTIONS_PER_CLIENT: "0" },
+      'invalid GRPC_MAX_CONNECTIONS_PER_CLIENT="0": must be a positive integer',
+    ],
+    [
+      { GRPC_MAX_CONNECTIONS_PER_CLIENT: "1001" },
+      `invalid GRPC_MAX_CONNECTIONS_PER_CLIENT="1001": must be at most 1000 (the listener's connection limit)`,
+    ],
+    [
+      { GRPC_HANDSHAKE_TIMEOUT_S: "2.5" },
+      'invalid GRPC_HANDSHAKE_TIMEOUT_S="2.5": must be a positive integer',
+    ],
+    [
+      { GRPC_HANDSHAKE_TIMEOUT_S: "301" },
+      'invalid GRPC_HANDSHAKE_TIMEOUT_S="301": must be at most 300',
+    ],
+    [
+      { GRPC_IDLE_TIMEOUT_S: "never" },
+      'invalid GRPC_IDLE_TIMEOUT_S="never": must be a positive integer',
+    ],
+    [
+      { GRPC_IDLE_TIMEOUT_S: "86401" },
+      'invalid GRPC_IDLE_TIMEOUT_S="86401": must be at most 86400 (a day)',
+    ],
+  ];
+  for (const [env, message] of cases) {
+    assert.throws(
+      () => loadConfig(env),
+      (e: unknown) => e instanceof ConfigError && e.message === message,
+    );
+  }
+  assert.deepEqual(loadConfig({}).grpcConnections, {
+    maxConnectionsPerClient: 100,
+    handshakeTimeoutMs: 5000,
+    idleTimeoutMs: 300_000,
+  });
 });
