@@ -125,8 +125,10 @@ Deno.test("one address's flood of connections that never send the preface does n
   const refused = noise.filter((l) => l.msg === "grpc connections refused");
   const sum = (reason: string) =>
     refused.reduce((n, l) => n + Number((l.refused as Record<string, number>)[reason] ?? 0), 0);
-  assert.equal(sum("client-limit"), 900);
-  assert.equal(sum("handshake-timeout"), 100);
+  // Each flood connection was refused once: over the cap at once, or when its handshake time
+  // was up (at least the hundred within the cap; more if the flood took that long to open).
+  assert.equal(sum("client-limit") + sum("handshake-timeout"), 1000);
+  assert.ok(sum("handshake-timeout") >= 100);
   assert.ok(refused.every((l) => l.topClient === FLOODER && l.level === "warn"));
 });
 
@@ -386,14 +388,14 @@ Deno.test("GRPC_MAX_CONNECTIONS_PER_CLIENT and GRPC_*_TIMEOUT_S reach the superv
       conn.write(clientStart());
     }
     assert.deepEqual(await Promise.all(conns.map((c) => admitted(c))), [true, true, false]);
-    // Slots freed, a connection that never speaks HTTP/2 is closed when its second is up.
-    for (const c of conns) c.socket.destroy();
-    const silent = await connectRaw(server.grpcUrl!);
+    // From other addresses (their own slots): a connection that never speaks HTTP/2 is closed
+    // when its second is up...
+    const silent = await connectRaw(server.grpcUrl!, { localAddress: "127.0.0.3" });
     conns.push(silent);
     await silent.closed;
     assert.equal(silent.frames.filter((f) => f.type === FrameType.SETTINGS).length, 1);
-    // One that does speak it, but makes no call, is sent GOAWAY when its second is up.
-    const idle = await connectRaw(server.grpcUrl!);
+    // ...and one that does speak it, but makes no call, is sent GOAWAY when its second is up.
+    const idle = await connectRaw(server.grpcUrl!, { localAddress: "127.0.0.4" });
     conns.push(idle);
     idle.write(clientStart());
     assert.ok(await admitted(idle));
