@@ -1,4 +1,5 @@
 import type http2 from "node:http2";
+import type net from "node:net";
 import type { RefusalLog } from "./refusal_log.ts";
 
 /** How many connections the gRPC listener keeps, and for how long. */
@@ -29,14 +30,18 @@ const IDLE_CLOSE_GRACE_MS = 1_000;
 
 /** Admits the listener's connections and ends the ones that are not used. */
 export interface ConnectionGuard {
-  /** Counts a new connection in, or refuses (closes) it; false when refused. */
-  admit(session: http2.ServerHttp2Session): boolean;
-  /** The connections open now. */
+  /**
+   * Puts the caps in front of the server's own `connection` handling: a connection over a cap
+   * is closed as it is accepted, before TLS or HTTP/2 spend anything on it.
+   */
+  watch(server: net.Server): void;
+  /** Arms the handshake and idle timers of an admitted connection's HTTP/2 session. */
+  track(session: http2.ServerHttp2Session): void;
+  /** The HTTP/2 sessions open now. */
   readonly sessions: ReadonlySet<http2.ServerHttp2Session>;
 }
 
 interface Tracked {
-  client: string;
   /** Streams open now. */
   open: number;
   /** When the last stream closed (or the connection opened), from Date.now(). */
@@ -58,30 +63,45 @@ interface Tracked {
 export function guardConnections(limits: ConnectionLimits, refusals: RefusalLog): ConnectionGuard {
   const sessions = new Set<http2.ServerHttp2Session>();
   const perClient = new Map<string, number>();
+  let connections = 0;
 
-  function refuse(
-    session: http2.ServerHttp2Session,
-    reason: "connection-limit" | "client-limit",
-    client: string,
-  ) {
-    refusals.refused(reason, client);
-    session.destroy();
-    return false;
+  function watch(server: net.Server) {
+    // net.Server's `connection` listeners: node:http2's (or TLS's) session set-up.
+    const listeners = server.listeners("connection") as ((socket: net.Socket) => void)[];
+    server.removeAllListeners("connection");
+    server.on("connection", (socket: net.Socket) => {
+      const client = clientOf(socket.remoteAddress);
+      const reason = connections >= limits.maxConnections
+        ? "connection-limit"
+        : (perClient.get(client) ?? 0) >= limits.maxPerClient
+        ? "client-limit"
+        : undefined;
+      if (reason !== undefined) {
+        refusals.refused(reason, client);
+        socket.on("error", () => {}); // a reset from the refused client is no one's business
+        socket.destroy();
+        return;
+      }
+      connections++;
+      perClient.set(client, (perClient.get(client) ?? 0) + 1);
+      socket.once("close", () => {
+        connections--;
+        const left = (perClient.get(client) ?? 1) - 1;
+        if (left === 0) perClient.delete(client);
+        else perClient.set(client, left);
+      });
+      for (const listener of listeners) listener.call(server, socket);
+    });
   }
 
-  function admit(session: http2.ServerHttp2Session): boolean {
-    const client = clientOf(session.socket?.remoteAddress);
-    if (sessions.size >= limits.maxConnections) return refuse(session, "connection-limit", client);
-    const count = perClient.get(client) ?? 0;
-    if (count >= limits.maxPerClient) return refuse(session, "client-limit", client);
+  function track(session: http2.ServerHttp2Session) {
     sessions.add(session);
-    perClient.set(client, count + 1);
-    const tracked: Tracked = { client, open: 0, lastActive: Date.now(), timer: undefined };
+    const tracked: Tracked = { open: 0, lastActive: Date.now(), timer: undefined };
 
     // The handshake: the client's preface and SETTINGS, and its acknowledgement of ours.
     let handshake = 0;
     const handshakeTimer = setTimeout(() => {
-      refusals.refused("handshake-timeout", client);
+      refusals.refused("handshake-timeout", clientOf(session.socket?.remoteAddress));
       session.destroy();
     }, limits.handshakeTimeoutMs);
     const settled = (step: number) => () => {
@@ -107,11 +127,7 @@ export function guardConnections(limits: ConnectionLimits, refusals: RefusalLog)
       clearTimeout(handshakeTimer);
       clearTimeout(tracked.timer);
       sessions.delete(session);
-      const left = (perClient.get(client) ?? 1) - 1;
-      if (left === 0) perClient.delete(client);
-      else perClient.set(client, left);
     });
-    return true;
   }
 
   // One timer per connection, armed while no stream is open; a stream opening does not touch
@@ -130,7 +146,7 @@ export function guardConnections(limits: ConnectionLimits, refusals: RefusalLog)
     }, ms);
   }
 
-  return { admit, sessions };
+  return { watch, track, sessions };
 }
 
 /**

@@ -136,9 +136,10 @@ export async function startGrpcListener(
     handshakeTimeoutMs: config.handshakeTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.handshakeTimeoutMs,
     idleTimeoutMs: config.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
   }, refusals);
+  guard.watch(server);
   const sessions = guard.sessions;
   server.on("session", (session: http2.ServerHttp2Session) => {
-    if (!guard.admit(session)) return;
+    guard.track(session);
     const native = nativeSession(session);
     if (native) {
       ignoreClientGoaway(native);
