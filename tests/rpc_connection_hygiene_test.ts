@@ -464,3 +464,56 @@ Deno.test("bad connection settings stop start-up with one line naming the variab
     idleTimeoutMs: 300_000,
   });
 });
+
+/**
+ * A gRPC client in a separate Node.js process (Deno 2.9.6's node:http2 client can crash when it
+ * receives a GOAWAY, denoland/deno#36788): one call, a wait longer than the server's idle
+ * timeout, the channel's state, another call.
+ */
+const GRPC_JS_IDLE_CLIENT = `
+const grpc = require("@grpc/grpc-js");
+const [address, waitMs] = process.argv.slice(1);
+const client = new grpc.Client(address, grpc.credentials.createInsecure());
+const call = () => new Promise((resolve, reject) =>
+  client.makeUnaryRequest("/books.v1.BooksService/books", (b) => b, (b) => b, Buffer.alloc(0),
+    (error, reply) => (error ? reject(error) : resolve(reply.length))));
+(async () => {
+  const result = { first: await call() };
+  result.stateBefore = client.getChannel().getConnectivityState(false);
+  await new Promise((r) => setTimeout(r, Number(waitMs)));
+  result.stateAfter = client.getChannel().getConnectivityState(false);
+  try {
+    result.second = await call();
+  } catch (error) {
+    result.secondError = String(error.code) + " " + error.details;
+  }
+  console.log(JSON.stringify(result));
+  client.close();
+})();
+`;
+
+Deno.test("a gRPC client whose idle connection the server closed reconnects for its next call", async () => {
+  const server = await startTestServer({ GRPC_IDLE_TIMEOUT_S: "1" });
+  try {
+    const child = await new Deno.Command("node", {
+      args: ["-e", GRPC_JS_IDLE_CLIENT, new URL(server.grpcUrl!).host, "3000"],
+      cwd: new URL("..", import.meta.url).pathname, // resolves @grpc/grpc-js from node_modules
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const output = new TextDecoder().decode(child.stdout);
+    assert.equal(child.code, 0, new TextDecoder().decode(child.stderr));
+    const result = JSON.parse(output);
+    assert.ok(result.first > 1000, "the catalogue");
+    assert.equal(result.stateBefore, grpcConnectivity.READY);
+    // The server sent GOAWAY and closed the connection: the channel went idle, not failed.
+    assert.equal(result.stateAfter, grpcConnectivity.IDLE);
+    assert.equal(result.secondError, undefined);
+    assert.equal(result.second, result.first);
+  } finally {
+    await server.close();
+  }
+});
+
+// @grpc/grpc-js's connectivity states.
+const grpcConnectivity = { IDLE: 0, READY: 2 } as const;
