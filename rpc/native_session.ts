@@ -13,6 +13,8 @@ export interface NativeSession {
   sendPending(): void;
   /** Whether nghttp2 still wants to read or write; false ends the connection. */
   hasPendingData(): boolean;
+  /** Ends the native session (the polyfill calls it once the session is destroyed). */
+  destroy?: (...args: unknown[]) => unknown;
 }
 
 /** The session's native handle, or undefined when it is not where Deno 2.9.6 keeps it. */
@@ -79,6 +81,25 @@ export function coalesceWrites(session: http2.ServerHttp2Session, native: Native
     flush();
     return hasPendingData.call(native);
   };
+  // `session.close()` on a session with no stream open destroys it at once, and the polyfill
+  // writes a destroyed session's pending frames itself only when it was not closed first: the
+  // GOAWAY of a graceful close (shutdown) would never leave. What is pending is written before
+  // the native session goes.
+  const destroy = native.destroy;
+  if (typeof destroy === "function") {
+    native.destroy = (...args: unknown[]) => {
+      scheduled = false;
+      writeLast();
+      return destroy.apply(native, args);
+    };
+  }
+  function writeLast() {
+    try {
+      if (writable(session.socket)) send.call(native);
+    } catch {
+      // The socket is gone (or the session let go of it): there is no one left to tell.
+    }
+  }
 }
 
 /** Whether bytes written to the connection's socket can still reach the peer. */
