@@ -39,6 +39,11 @@ export interface ConnectionGuard {
   track(session: http2.ServerHttp2Session): void;
   /** The HTTP/2 sessions open now. */
   readonly sessions: ReadonlySet<http2.ServerHttp2Session>;
+  /**
+   * Closes every connection's socket at once. A session closed gracefully only half-closes its
+   * socket and waits for the client to close its side, which a client may never do.
+   */
+  destroyAll(): void;
 }
 
 interface Tracked {
@@ -63,7 +68,7 @@ interface Tracked {
 export function guardConnections(limits: ConnectionLimits, refusals: RefusalLog): ConnectionGuard {
   const sessions = new Set<http2.ServerHttp2Session>();
   const perClient = new Map<string, number>();
-  let connections = 0;
+  const sockets = new Set<net.Socket>();
 
   function watch(server: net.Server) {
     // net.Server's `connection` listeners: node:http2's (or TLS's) session set-up.
@@ -71,7 +76,7 @@ export function guardConnections(limits: ConnectionLimits, refusals: RefusalLog)
     server.removeAllListeners("connection");
     server.on("connection", (socket: net.Socket) => {
       const client = clientOf(socket.remoteAddress);
-      const reason = connections >= limits.maxConnections
+      const reason = sockets.size >= limits.maxConnections
         ? "connection-limit"
         : (perClient.get(client) ?? 0) >= limits.maxPerClient
         ? "client-limit"
@@ -82,10 +87,10 @@ export function guardConnections(limits: ConnectionLimits, refusals: RefusalLog)
         socket.destroy();
         return;
       }
-      connections++;
+      sockets.add(socket);
       perClient.set(client, (perClient.get(client) ?? 0) + 1);
       socket.once("close", () => {
-        connections--;
+        sockets.delete(socket);
         const left = (perClient.get(client) ?? 1) - 1;
         if (left === 0) perClient.delete(client);
         else perClient.set(client, left);
@@ -146,7 +151,11 @@ export function guardConnections(limits: ConnectionLimits, refusals: RefusalLog)
     }, ms);
   }
 
-  return { watch, track, sessions };
+  function destroyAll() {
+    for (const socket of sockets) socket.destroy();
+  }
+
+  return { watch, track, sessions, destroyAll };
 }
 
 /**

@@ -181,6 +181,7 @@ export async function startGrpcListener(
       await Promise.race([closed, graceOver]);
       clearTimeout(timer);
       for (const session of sessions) session.destroy();
+      guard.destroyAll();
       await closed;
       refusals.close();
     })();

@@ -517,3 +517,24 @@ Deno.test("a gRPC client whose idle connection the server closed reconnects for 
 
 // @grpc/grpc-js's connectivity states.
 const grpcConnectivity = { IDLE: 0, READY: 2 } as const;
+
+Deno.test("shutdown closes, after its grace, connections whose clients never close them", async () => {
+  const server = await listen();
+  const conn = await connectRaw(server.url, { halfOpen: true });
+  conn.write(clientStart());
+  assert.ok(await admitted(conn));
+  // The client ignores the GOAWAY and the server's FIN: only the server can end it.
+  const stopped = server.shutdown().then(() => "stopped");
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stuck = new Promise((
+    r,
+  ) => (timer = setTimeout(() => r("still stopping after 10 s"), 10_000)));
+  try {
+    assert.equal(await Promise.race([stopped, stuck]), "stopped");
+    await conn.ended;
+    assert.ok(conn.frames.some((f) => f.type === FrameType.GOAWAY));
+  } finally {
+    clearTimeout(timer);
+    conn.socket.destroy();
+  }
+});

@@ -106,6 +106,8 @@ export interface RawConnection {
   frames: Frame[];
   /** Resolves once the connection is closed (by either side), with how it ended. */
   closed: Promise<{ error: string | undefined }>;
+  /** Resolves once the server has closed its side (FIN or reset), even if this side stays open. */
+  ended: Promise<void>;
   /** Whether the server has closed (FIN, RST or GOAWAY then close). */
   isClosed(): boolean;
   write(bytes: Uint8Array): void;
@@ -119,13 +121,19 @@ export interface RawConnection {
  */
 export function connectRaw(
   url: string,
-  options: { localAddress?: string; ackSettings?: boolean } = {},
+  options: {
+    localAddress?: string;
+    ackSettings?: boolean;
+    /** Keep the client's side open after the server's FIN, as a client that ignores it would. */
+    halfOpen?: boolean;
+  } = {},
 ): Promise<RawConnection> {
   const { hostname, port } = new URL(url);
   const socket = net.connect({
     host: hostname,
     port: Number(port),
     ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+    allowHalfOpen: options.halfOpen === true,
   });
   const frames: Frame[] = [];
   const waiters: {
@@ -154,6 +162,10 @@ export function connectRaw(
       for (const w of waiters.splice(0)) w.reject(new Error("the connection closed"));
       resolve({ error });
     });
+  });
+  const ended = new Promise<void>((resolve) => {
+    socket.once("end", resolve);
+    socket.once("close", resolve);
   });
   socket.on("data", (chunk: Buffer) => {
     pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
@@ -186,6 +198,7 @@ export function connectRaw(
         socket,
         frames,
         closed,
+        ended,
         isClosed: () => isClosed,
         write: (bytes) => {
           if (!socket.destroyed && socket.writable) socket.write(bytes);
