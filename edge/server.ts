@@ -197,7 +197,12 @@ export async function startServer(
   let grpc: Pick<GrpcListener, "url" | "shutdown"> & { serving?: () => boolean } | undefined;
   if (config.grpcPort !== "off") {
     try {
-      const listen = { port: config.grpcPort, host: config.host, tls: config.grpcTls };
+      const listen = {
+        port: config.grpcPort,
+        host: config.host,
+        tls: config.grpcTls,
+        ...config.grpcConnections,
+      };
       grpc = config.grpcIsolation === "process"
         ? await startSupervisedGrpc({
           ...listen,

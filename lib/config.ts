@@ -12,6 +12,14 @@ const ConfigSchema = z.object({
   GRPC_ISOLATION: z.enum(["process", "inline"], "must be process or inline").default("process"),
   GRPC_TLS_CERT: z.string().min(1).optional(),
   GRPC_TLS_KEY: z.string().min(1).optional(),
+  // Below the listener's global limit of 1,000 connections, so one address cannot take them all.
+  GRPC_MAX_CONNECTIONS_PER_CLIENT: positiveInt.refine(
+    (n) => n <= 1000,
+    "must be at most 1000 (the listener's connection limit)",
+  ).default(100),
+  GRPC_HANDSHAKE_TIMEOUT_S: positiveInt.refine((n) => n <= 300, "must be at most 300").default(5),
+  GRPC_IDLE_TIMEOUT_S: positiveInt.refine((n) => n <= 86400, "must be at most 86400 (a day)")
+    .default(300),
   HOST: z.string().min(1).default("0.0.0.0"),
   KV_PATH: z.string().min(1).default("data/kv.sqlite3"),
   BOOKS_FILE: z.string().min(1).optional(),
@@ -104,6 +112,8 @@ export interface Config {
   grpcIsolation: "process" | "inline";
   /** PEM certificate and key files: the gRPC listener serves TLS (h2 via ALPN) when set. */
   grpcTls: { certFile: string; keyFile: string } | undefined;
+  /** The gRPC listener's connection hygiene (`GRPC_MAX_CONNECTIONS_PER_CLIENT`, `GRPC_*_TIMEOUT_S`). */
+  grpcConnections: GrpcConnectionConfig;
   host: string;
   /** A file path, `:memory:`, or a KV Connect URL; ignored when `kvPlatform` is true. */
   kvPath: string;
@@ -150,6 +160,13 @@ export interface AuthConfig {
   audience: string | undefined;
   /** `AUTH_BOOKS=required`: reading books needs the `books:read` scope. */
   booksRequired: boolean;
+}
+
+/** How many connections the gRPC listener keeps per client, and for how long. */
+export interface GrpcConnectionConfig {
+  maxConnectionsPerClient: number;
+  handshakeTimeoutMs: number;
+  idleTimeoutMs: number;
 }
 
 /** A token bucket per client: `limit` requests per `windowSeconds`. */
@@ -231,6 +248,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     grpcTls: c.GRPC_TLS_CERT && c.GRPC_TLS_KEY
       ? { certFile: c.GRPC_TLS_CERT, keyFile: c.GRPC_TLS_KEY }
       : undefined,
+    grpcConnections: {
+      maxConnectionsPerClient: c.GRPC_MAX_CONNECTIONS_PER_CLIENT,
+      handshakeTimeoutMs: c.GRPC_HANDSHAKE_TIMEOUT_S * 1000,
+      idleTimeoutMs: c.GRPC_IDLE_TIMEOUT_S * 1000,
+    },
     host: c.HOST,
     kvPath: c.KV_PATH,
     deploymentId: c.DENO_DEPLOYMENT_ID,

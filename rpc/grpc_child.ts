@@ -4,15 +4,21 @@
  * URL as a `grpc listening` log line on stdout. It stops gracefully on SIGTERM, or when its
  * stdin closes (the HTTP process is gone), so it never outlives its supervisor.
  */
-import { type AuthConfig, ConfigError, type RateLimitConfig } from "../lib/config.ts";
+import {
+  type AuthConfig,
+  ConfigError,
+  type GrpcConnectionConfig,
+  type RateLimitConfig,
+} from "../lib/config.ts";
 import { openGate } from "../lib/gate.ts";
 import { createLogger, type LogLevel } from "../lib/log.ts";
 import { openBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../store/open.ts";
 import { startGrpcListener } from "./grpc_listener.ts";
+import { installLastResort } from "./last_resort.ts";
 
 /** What the supervisor passes to the child (as JSON in `GRPC_CHILD_CONFIG`). */
-export interface GrpcChildConfig {
+export interface GrpcChildConfig extends Partial<GrpcConnectionConfig> {
   port: number;
   host: string;
   kvPath: string;
@@ -23,6 +29,9 @@ export interface GrpcChildConfig {
   auth: AuthConfig | undefined;
   rateLimit: RateLimitConfig | undefined;
 }
+
+/** Exit code of a child that stopped itself because too many errors escaped (EX_SOFTWARE). */
+export const EXIT_UNTRUSTED = 70;
 
 /** Environment variable carrying the child's configuration. */
 export const CHILD_CONFIG_ENV = "GRPC_CHILD_CONFIG";
@@ -35,20 +44,30 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   // The catalogue is read-only and kept in memory, so KV is closed once it is loaded.
   const books = await openBookStore(kv, seed).finally(() => kv.close());
   const listener = await startGrpcListener(
-    { port: config.port, host: config.host, tls: config.tls },
+    {
+      port: config.port,
+      host: config.host,
+      tls: config.tls,
+      maxConnectionsPerClient: config.maxConnectionsPerClient,
+      handshakeTimeoutMs: config.handshakeTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+    },
     { books, logger, gate },
   );
   logger.always("grpc listening", { grpc: listener.url, pid: Deno.pid });
   logger.flush();
 
   let stopping = false;
-  const stop = async () => {
+  const stop = async (code = 0) => {
     if (stopping) return;
     stopping = true;
     await listener.shutdown();
     logger.flush();
-    Deno.exit(0);
+    Deno.exit(code);
   };
+  // What escapes every handler is logged and counted, not fatal (see last_resort.ts); a fault
+  // that keeps repeating ends this process gracefully and the supervisor starts a fresh one.
+  installLastResort({ logger, onUnsafe: () => void stop(EXIT_UNTRUSTED) });
   // Ctrl-C reaches the whole process group; the supervisor decides when this process stops.
   Deno.addSignalListener("SIGINT", () => {});
   Deno.addSignalListener("SIGTERM", () => void stop());

@@ -12,6 +12,8 @@ import { requestIdFrom } from "../lib/request_id.ts";
 import { gateKey, requestIdKey } from "./interceptor.ts";
 import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
 import { createGoawayFilter } from "./goaway_filter.ts";
+import { DEFAULT_CONNECTION_LIMITS, guardConnections } from "./connection_guard.ts";
+import { createRefusalLog } from "./refusal_log.ts";
 import { coalesceWrites, type NativeSession, nativeSession } from "./native_session.ts";
 import {
   APP_SERVICES,
@@ -34,6 +36,14 @@ export interface GrpcListenerConfig {
   tls?: { certFile: string; keyFile: string } | undefined;
   /** Most connections open at once; more are closed at once (default 1000). */
   maxConnections?: number;
+  /** Most connections open at once from one client address (default 100). */
+  maxConnectionsPerClient?: number;
+  /** Time to complete the HTTP/2 handshake (default 5 s). */
+  handshakeTimeoutMs?: number;
+  /** A connection with no call in flight for this long is closed (default 5 minutes). */
+  idleTimeoutMs?: number;
+  /** Refused connections are logged as one summary line per interval (default 10 s). */
+  refusalLogIntervalMs?: number;
 }
 
 /** A started gRPC listener. */
@@ -48,13 +58,10 @@ export interface GrpcListener {
   shutdown(graceMs?: number): Promise<void>;
 }
 
-// HTTP/2 limits. Streams per connection as most gRPC servers advertise; a connection that is
-// idle this long is sent GOAWAY (clients reconnect transparently); more connections than this
-// are refused, so a connection flood cannot exhaust memory.
+// HTTP/2 limits: streams per connection as most gRPC servers advertise. Connection limits are
+// in connection_guard.ts.
 const MAX_CONCURRENT_STREAMS = 100;
 const MAX_HEADER_LIST_BYTES = 16 * 1024;
-const DEFAULT_MAX_CONNECTIONS = 1000;
-const IDLE_SESSION_MS = 5 * 60 * 1000;
 const DEFAULT_GRACE_MS = 10_000;
 const DRAIN_MAX_BYTES = 2 * MAX_MESSAGE_BYTES;
 const DRAIN_MAX_MS = 10_000;
@@ -144,16 +151,17 @@ export async function startGrpcListener(
     gate === undefined ? fastPath : gatedStreams(gate, accessOf, decisions, fastPath),
   );
 
-  const sessions = new Set<http2.ServerHttp2Session>();
-  const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const refusals = createRefusalLog(logger, config.refusalLogIntervalMs);
+  const guard = guardConnections({
+    maxConnections: config.maxConnections ?? DEFAULT_CONNECTION_LIMITS.maxConnections,
+    maxPerClient: config.maxConnectionsPerClient ?? DEFAULT_CONNECTION_LIMITS.maxPerClient,
+    handshakeTimeoutMs: config.handshakeTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.handshakeTimeoutMs,
+    idleTimeoutMs: config.idleTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.idleTimeoutMs,
+  }, refusals);
+  guard.watch(server);
+  const sessions = guard.sessions;
   server.on("session", (session: http2.ServerHttp2Session) => {
-    if (sessions.size >= maxConnections) {
-      logger.warn("grpc connection refused", { reason: "too many connections" });
-      session.destroy();
-      return;
-    }
-    sessions.add(session);
-    session.on("close", () => sessions.delete(session));
+    guard.track(session);
     const native = nativeSession(session);
     if (native) {
       ignoreClientGoaway(native);
@@ -167,7 +175,6 @@ export async function startGrpcListener(
     session.on("error", (error: Error) => {
       logger.debug("grpc connection error", { error: error.message });
     });
-    session.setTimeout(IDLE_SESSION_MS, () => session.close());
   });
   server.on("sessionError", (error: Error) => {
     logger.debug("grpc connection error", { error: error.message });
@@ -196,7 +203,9 @@ export async function startGrpcListener(
       await Promise.race([closed, graceOver]);
       clearTimeout(timer);
       for (const session of sessions) session.destroy();
+      guard.destroyAll();
       await closed;
+      refusals.close();
     })();
     return stopping;
   }
@@ -250,9 +259,18 @@ function streamsFirstTo(
   const compat = listeners[0] as (...args: unknown[]) => void;
   server.removeAllListeners("stream");
   server.on("stream", (stream: http2.ServerHttp2Stream, headers, ...rest: unknown[]) => {
+    stream.on("error", ignoreStreamError);
     if (!take(stream, headers)) compat.call(server, stream, headers, ...rest);
   });
 }
+
+/**
+ * When a connection fails (the client reset it, or went away while frames were being written),
+ * node:http2 destroys each of its streams with the connection's error; a stream with no `error`
+ * listener would throw it out of the event loop and take the process down. The connection's
+ * error is logged once by its session; a stream has nothing to add.
+ */
+function ignoreStreamError(): void {}
 
 /**
  * Feeds the connection's bytes to nghttp2 without the client's GOAWAY frames (see

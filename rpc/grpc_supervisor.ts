@@ -2,6 +2,7 @@ import { dirname } from "node:path";
 import { ConfigError } from "../lib/config.ts";
 import type { Logger } from "../lib/log.ts";
 import { sleep } from "../store/kv_retry.ts";
+import { recordStderr, type StderrRecord } from "./child_stderr.ts";
 import { CHILD_CONFIG_ENV, type GrpcChildConfig } from "./grpc_child.ts";
 
 /** The gRPC listener running in its own, supervised process. */
@@ -32,9 +33,18 @@ interface Child {
   process: Deno.ChildProcess;
   ready: Promise<string>;
   exited: Promise<Deno.CommandStatus>;
+  /** Whether it wrote its `grpc listening` line. */
+  listened(): boolean;
+  stderr: StderrRecord;
 }
 
-function spawnChild(config: GrpcChildConfig, logger: Logger): Child {
+/** How the supervisor starts its children. */
+export interface SupervisorOptions {
+  /** The child's entry module (default rpc/grpc_child.ts; tests use one that fails on purpose). */
+  entry?: string;
+}
+
+function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Child {
   const isFile = config.kvPath !== ":memory:" && !/^https?:\/\//.test(config.kvPath);
   const process = new Deno.Command(Deno.execPath(), {
     args: [
@@ -46,20 +56,21 @@ function spawnChild(config: GrpcChildConfig, logger: Logger): Child {
       "--allow-env",
       "--allow-read",
       ...(isFile ? [`--allow-write=${dirname(config.kvPath)}`] : []),
-      CHILD,
+      entry,
     ],
-    env: { [CHILD_CONFIG_ENV]: JSON.stringify(config) },
+    // NO_COLOR: the child's stderr is read as text (its crash report goes into a log line).
+    env: { [CHILD_CONFIG_ENV]: JSON.stringify(config), NO_COLOR: "1" },
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
 
-  let stderr = "";
+  const stderr = recordStderr();
+  let announced = false;
   let resolveReady!: (url: string) => void;
   const ready = new Promise<string>((resolve) => (resolveReady = resolve));
   const pumpStdout = (async () => {
     let pending = "";
-    let announced = false;
     for await (const text of process.stdout.pipeThrough(new TextDecoderStream())) {
       pending += text;
       const end = pending.lastIndexOf("\n");
@@ -80,21 +91,27 @@ function spawnChild(config: GrpcChildConfig, logger: Logger): Child {
   })();
   const pumpStderr = (async () => {
     for await (const text of process.stderr.pipeThrough(new TextDecoderStream())) {
-      stderr = (stderr + text).slice(-4000);
+      stderr.append(text);
     }
   })();
   const exited = (async () => {
     const status = await process.status;
     await Promise.allSettled([pumpStdout, pumpStderr]);
-    if (stderr.trim()) logger.warn("grpc listener stderr", { text: stderr.trim().slice(-1000) });
     return status;
   })();
   const failed = exited.then((status): never => {
-    const last = stderr.trim().split("\n").pop() ?? "";
-    if (status.code === 2) throw new ConfigError(last);
-    throw new Error(`the gRPC listener exited (code ${status.code}) before listening: ${last}`);
+    if (status.code === 2) throw new ConfigError(stderr.text().trim().split("\n").pop() ?? "");
+    throw new Error(
+      `the gRPC listener exited (code ${status.code}) before listening: ${stderr.crashReport()}`,
+    );
   });
-  return { process, ready: Promise.race([ready, failed]), exited };
+  return {
+    process,
+    ready: Promise.race([ready, failed]),
+    exited,
+    listened: () => announced,
+    stderr,
+  };
 }
 
 async function stopChild(child: Child): Promise<void> {
@@ -126,8 +143,9 @@ async function stopChild(child: Child): Promise<void> {
 export async function startSupervisedGrpc(
   config: GrpcChildConfig,
   logger: Logger,
+  options: SupervisorOptions = {},
 ): Promise<SupervisedGrpc> {
-  let current = spawnChild(config, logger);
+  let current = spawnChild(config, logger, options.entry);
   let url: string;
   try {
     url = await current.ready;
@@ -142,29 +160,40 @@ export async function startSupervisedGrpc(
 
   async function supervise(): Promise<void> {
     let failures = 0;
+    let restarts = 0;
     while (!stopping) {
       const started = Date.now();
       const status = await current.exited;
       serving = false;
-      if (stopping) return;
+      if (stopping) return logStderr(current);
       if (Date.now() - started > HEALTHY_AFTER_MS) failures = 0;
       const delay = Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** failures++);
+      // One line per death, with what the child's stderr says about it.
       logger.error("grpc listener died; restarting", {
         code: status.code,
         signal: status.signal,
+        restarts: ++restarts,
         restartInMs: delay,
+        ...(current.listened() ? {} : { listened: false }),
+        stderr: current.stderr.crashReport(),
       });
       await sleep(delay);
       if (stopping) return;
-      current = spawnChild(fixed, logger);
+      current = spawnChild(fixed, logger, options.entry);
       try {
         await current.ready;
         serving = !stopping;
-        logger.info("grpc listener restarted", { grpc: url });
-      } catch (error) {
-        logger.error("grpc listener restart failed", { error: String(error) });
+        logger.info("grpc listener restarted", { grpc: url, restarts });
+      } catch {
+        // Its death is the next turn's line.
       }
     }
+  }
+
+  // A child stopped on purpose has nothing to report, unless it wrote to stderr.
+  function logStderr(child: Child) {
+    const text = child.stderr.text().trim();
+    if (text) logger.warn("grpc listener stderr", { text: child.stderr.crashReport() });
   }
   const supervising = supervise();
 

@@ -13,6 +13,8 @@ export interface NativeSession {
   sendPending(): void;
   /** Whether nghttp2 still wants to read or write; false ends the connection. */
   hasPendingData(): boolean;
+  /** Ends the native session (the polyfill calls it once the session is destroyed). */
+  destroy?: (...args: unknown[]) => unknown;
 }
 
 /** The session's native handle, or undefined when it is not where Deno 2.9.6 keeps it. */
@@ -49,12 +51,26 @@ export function coalesceWrites(session: http2.ServerHttp2Session, native: Native
     // A destroyed session has written its last frames (the polyfill drains them itself).
     if (session.destroyed) return;
     const socket = session.socket;
+    // The peer may have gone since the frames were produced: its FIN ends the socket's
+    // writable side, and a write after that fails the socket with EPIPE, which the polyfill
+    // turns into an error on every stream of the connection. Nothing can reach that client any
+    // more, so its frames are dropped and the connection's streams are closed now.
+    if (!writable(socket)) {
+      session.destroy();
+      return;
+    }
     socket.cork();
+    let failed = false;
     try {
       send.call(native);
+    } catch {
+      failed = true;
     } finally {
-      socket.uncork();
+      // Through the session's socket proxy, which throws once the session let go of it.
+      if (!session.destroyed) socket.uncork();
     }
+    // A socket that fails under the write belongs to this connection alone.
+    if (failed) session.destroy();
   }
   native.sendPending = () => {
     if (scheduled) return;
@@ -65,4 +81,33 @@ export function coalesceWrites(session: http2.ServerHttp2Session, native: Native
     flush();
     return hasPendingData.call(native);
   };
+  // `session.close()` on a session with no stream open destroys it at once, and the polyfill
+  // writes a destroyed session's pending frames itself only when it was not closed first: the
+  // GOAWAY of a graceful close (shutdown) would never leave. What is pending is written before
+  // the native session goes.
+  const destroy = native.destroy;
+  if (typeof destroy === "function") {
+    native.destroy = (...args: unknown[]) => {
+      scheduled = false;
+      writeLast();
+      return destroy.apply(native, args);
+    };
+  }
+  function writeLast() {
+    try {
+      if (writable(session.socket)) send.call(native);
+    } catch {
+      // The socket is gone (or the session let go of it): there is no one left to tell.
+    }
+  }
+}
+
+/** Whether bytes written to the connection's socket can still reach the peer. */
+function writable(socket: http2.ServerHttp2Session["socket"]): boolean {
+  const s = socket as unknown as {
+    destroyed?: boolean;
+    writable?: boolean;
+    writableEnded?: boolean;
+  };
+  return !s.destroyed && s.writable !== false && s.writableEnded !== true;
 }

@@ -391,7 +391,8 @@ Deno.test("connections over the limit are closed; the ones within keep working",
     }
     await closed;
     logger.flush();
-    assert.ok(logs.some((l) => l.msg === "grpc connection refused"));
+    const refused = logs.filter((l) => l.msg === "grpc connections refused");
+    assert.deepEqual(refused.map((l) => l.refused), [{ "connection-limit": 1 }]);
   } finally {
     for (const client of clients) client.destroy();
     await listener.shutdown();

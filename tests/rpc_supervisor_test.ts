@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { createLogger } from "../lib/log.ts";
+import { startSupervisedGrpc } from "../rpc/grpc_supervisor.ts";
 import { startTestServer } from "./support/server.ts";
 
 async function grpcBooks(baseUrl: string): Promise<number> {
@@ -41,10 +43,13 @@ Deno.test("the gRPC listener dying is contained: HTTP keeps serving, gRPC comes 
 
     // What Deno 2.9.6's nghttp2 abort does to the process, done on purpose.
     Deno.kill(first.pid as number, "SIGKILL");
-    await waitFor(
+    const died = await waitFor(
       "the supervisor to notice",
       () => server.logs.find((l) => l.msg === "grpc listener died; restarting"),
     );
+    assert.equal(died.signal, "SIGKILL");
+    assert.equal(died.restarts, 1);
+    assert.equal(died.stderr, "", "killed: nothing on its stderr");
 
     // The HTTP port never went away.
     const rest = await fetch(`${server.httpUrl}/rest/books`);
@@ -64,4 +69,61 @@ Deno.test("the gRPC listener dying is contained: HTTP keeps serving, gRPC comes 
   }
   // After shutdown the child is gone too: nothing listens on the gRPC port.
   await assert.rejects(grpcBooks(server.grpcUrl!));
+});
+
+Deno.test("the supervisor says why a child died: one line with the code, the count and its stderr's first lines", async () => {
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: "info",
+    write: (text) => {
+      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
+    },
+  });
+  const supervised = await startSupervisedGrpc(
+    {
+      port: 0,
+      host: "127.0.0.1",
+      kvPath: ":memory:",
+      booksFile: undefined,
+      tls: undefined,
+      logLevel: "info",
+      auth: undefined,
+      rateLimit: undefined,
+    },
+    logger,
+    { entry: new URL("./support/crashing_grpc_child.ts", import.meta.url).pathname },
+  );
+  try {
+    await waitFor("two deaths", () => {
+      logger.flush();
+      const died = logs.filter((l) => l.msg === "grpc listener died; restarting");
+      return died.length >= 2 ? died : undefined;
+    });
+  } finally {
+    await supervised.shutdown();
+  }
+  logger.flush();
+  const died = logs.filter((l) => l.msg === "grpc listener died; restarting");
+  assert.deepEqual(died.slice(0, 2).map((l) => [l.code, l.signal, l.restarts]), [
+    [1, null, 1],
+    [1, null, 2],
+  ]);
+  for (const line of died) {
+    assert.equal(line.level, "error");
+    const stderr = String(line.stderr);
+    // The error and the top of its stack, not the noise before it, and no colour codes.
+    assert.match(
+      stderr,
+      /^error: Uncaught (\(in promise\) )?Error: on purpose: the test child fails\n/,
+    );
+    assert.match(stderr, /\n {4}at explode \(file:\/\/.*crashing_grpc_child\.ts:\d+:\d+\)/);
+    assert.ok(!stderr.includes("\x1b"), stderr);
+    assert.ok(!stderr.includes("Warning"), stderr);
+    assert.ok(stderr.split("\n").length <= 12);
+  }
+  // One line per crash: no separate stderr line.
+  assert.deepEqual(logs.filter((l) => l.msg === "grpc listener stderr"), []);
+  assert.ok(
+    logs.filter((l) => l.msg === "grpc listener restarted").every((l, i) => l.restarts === i + 1),
+  );
 });
