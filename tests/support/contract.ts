@@ -141,6 +141,11 @@ function errorsOf(validate: ValidateFunction): string {
     .map((e) => `${e.instancePath || "(body)"} ${e.message}`).join("; ");
 }
 
+function isRuntimeRefusal(answer: Answer): boolean {
+  return answer.status === 400 && answer.body.length === 0 &&
+    answer.headers.get("content-type") === null && answer.headers.get("x-request-id") === null;
+}
+
 /** What one answer looked like, for checking. */
 export interface Answer {
   method: string;
@@ -155,9 +160,14 @@ export interface Answer {
  * Returns the operation's id, or undefined when the request is not a documented operation.
  */
 export function checkAnswer(contract: Contract, answer: Answer): string | undefined {
+  // Deno's HTTP layer refuses a request head it will not read (about 64 KiB) with a bare 400
+  // before the application sees the request: not an answer of this API.
+  if (isRuntimeRefusal(answer)) return undefined;
   const route = routeFor(contract, answer.method, answer.path);
   if (route === undefined) return undefined;
-  const name = `${answer.method} ${answer.path} (${route.operation.operationId ?? route.template})`;
+  const name = `${answer.method} ${answer.path.slice(0, 200)} (${
+    route.operation.operationId ?? route.template
+  })`;
   const responses = route.operation.responses;
   const status = String(answer.status);
   const key = [status, `${status[0]}XX`, "default"].find((k) => Object.hasOwn(responses, k));
