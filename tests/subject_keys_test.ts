@@ -6,7 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
 import { AppError } from "../lib/errors.ts";
 import { openAddressStore } from "../store/addresses.ts";
 import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
@@ -58,9 +62,16 @@ Deno.test("a sub that is not well-formed Unicode is 401 invalid_token on every p
       assert.equal(answer.data, undefined);
       const connect = createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" });
       assert.equal(await rpcCode(connect, token), Code.Unauthenticated, `${where} Connect`);
-      // The gRPC listener runs in its own process, with its own verifier.
-      const grpc = createGrpcTransport({ baseUrl: server.grpcUrl! });
-      assert.equal(await rpcCode(grpc, token), Code.Unauthenticated, `${where} gRPC`);
+      // The gRPC listener runs in its own process, with its own verifier. The session is closed
+      // before the server: Deno's node:http2 client can crash the test process (SIGSEGV) when a
+      // server shuts down under an idle session.
+      const sessionManager = new Http2SessionManager(server.grpcUrl!);
+      const grpc = createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager });
+      try {
+        assert.equal(await rpcCode(grpc, token), Code.Unauthenticated, `${where} gRPC`);
+      } finally {
+        sessionManager.abort();
+      }
     }
     // U+FFFD itself is a well-formed sub like any other.
     const replacement = await hsToken({ sub: "\ufffd", scope: ALL });
