@@ -1,9 +1,9 @@
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger } from "./lib/log.ts";
-import { type RunningServer, startServer } from "./edge/server.ts";
-import { servedEdge } from "./edge/served.ts";
+import { type RunningServer, startServer } from "./server/run.ts";
+import { servedEdge } from "./server/deno_serve.ts";
 
-export { type RunningServer, startServer } from "./edge/server.ts";
+export { type RunningServer, startServer } from "./server/run.ts";
 
 const served = servedEdge(() => Deno.env.toObject());
 

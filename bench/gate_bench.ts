@@ -3,9 +3,9 @@
  * Not part of `deno task bench` (which measures whole servers); see README, "Security".
  */
 import { jwtVerify } from "jose";
-import { createVerifier } from "../lib/auth.ts";
-import { createGate, type GateRequest } from "../lib/gate.ts";
-import { createRateLimiter } from "../lib/rate_limit.ts";
+import { createVerifier } from "../security/verifier.ts";
+import { createGate, type GateRequest } from "../security/gate.ts";
+import { createRateLimiter } from "../security/rate_limit.ts";
 import { hsToken, SECRET, testKey } from "../tests/support/tokens.ts";
 
 const auth = {

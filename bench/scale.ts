@@ -5,7 +5,7 @@ import { startRawDeno, writeRoutes } from "./peer_services.ts";
 import { answer, BOOKS_QUERY, learnGraphql } from "./reference.ts";
 import type { Contender, Workload } from "./runner.ts";
 import { openAddressStore } from "../store/addresses.ts";
-import { openLayout } from "../store/migrate.ts";
+import { openLayout } from "../store/layout/migrate.ts";
 
 /** Catalogue sizes of the scaling run. */
 export const BOOK_COUNTS = [10, 1_000, 10_000];

@@ -1,7 +1,7 @@
 import type { Hono } from "hono";
 import { AppError } from "../lib/errors.ts";
-import type { AppEnv } from "../lib/app_env.ts";
-import { requires } from "../lib/access.ts";
+import type { AppEnv } from "../lib/http/hono_env.ts";
+import { requires } from "../security/access.ts";
 
 /** Where GraphiQL's files are served; every one comes from this server. */
 export const ASSET_PATH = "/graphql/assets";

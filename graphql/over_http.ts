@@ -1,5 +1,5 @@
 import { AppError } from "../lib/errors.ts";
-import { readBodyLimited } from "../lib/body.ts";
+import { readBodyLimited } from "../lib/http/body.ts";
 
 /** The response media types of GraphQL-over-HTTP. */
 export type GraphqlMediaType = "application/json" | "application/graphql-response+json";

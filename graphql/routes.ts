@@ -3,8 +3,8 @@ import type { Hono } from "hono";
 import { type GraphqlConfig, loadConfig } from "../lib/config.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
-import { allowedMethods } from "../lib/route_access.ts";
-import type { AppEnv } from "../lib/app_env.ts";
+import { allowedMethods } from "../security/route_access.ts";
+import type { AppEnv } from "../lib/http/hono_env.ts";
 import type { BookStore } from "../store/books.ts";
 import { graphiqlAssetRoutes, graphiqlPage } from "./graphiql.ts";
 import { limitError } from "./limits.ts";
@@ -27,7 +27,7 @@ import {
 } from "./responses.ts";
 import { createResultCache, type ResultCache } from "./result_cache.ts";
 import { booksRoot, createBooksSchema } from "./schema.ts";
-import { requires } from "../lib/access.ts";
+import { requires } from "../security/access.ts";
 
 /** What the GraphQL endpoint needs. */
 export interface GraphqlDeps {

@@ -131,7 +131,7 @@ export const PROBLEM_JSON = "application/problem+json";
 
 /**
  * An OpenAPI response entry of an error: the detailed body by default, RFC 7807 problem details
- * to `Accept: application/problem+json` (edge/render_error.ts).
+ * to `Accept: application/problem+json` (server/render_error.ts).
  */
 export function errorResponse(description: string) {
   return {

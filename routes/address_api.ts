@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { MERGE_PATCH_JSON } from "../lib/body.ts";
-import { VENDOR_JSON, VENDOR_JSON_V2 } from "../lib/negotiate.ts";
-import { routeAccess } from "../lib/access.ts";
+import { MERGE_PATCH_JSON } from "../lib/http/body.ts";
+import { VENDOR_JSON, VENDOR_JSON_V2 } from "../lib/http/negotiate.ts";
+import { routeAccess } from "../security/access.ts";
 import {
   CACHED_HEADERS,
   IfMatchSchema,
@@ -9,7 +9,7 @@ import {
   jsonContent,
   NOT_MODIFIED,
   SCOPED_RESPONSES,
-} from "../lib/openapi.ts";
+} from "../lib/http/openapi.ts";
 import {
   AddressInputSchema,
   AddressListQuerySchema,
@@ -21,7 +21,7 @@ import {
 
 /** The routes of the address book as OpenAPI operations (validation and documentation). */
 
-// Every type lib/body.ts JSON_BODY_TYPES names is declared, so the route's media-type gate
+// Every type lib/http/body.ts JSON_BODY_TYPES names is declared, so the route's media-type gate
 // accepts what the edge's body guard accepted. zod-openapi adds one body validator per zod
 // schema, whatever the request's type; the vendor types name the same schema by reference so the
 // body is validated once, not three times.

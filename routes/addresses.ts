@@ -1,12 +1,17 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { ADDRESS_CACHE_CONTROL, conditionalJson } from "../lib/conditional.ts";
+import { ADDRESS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
-import { addressResponseType, isVersion2, jsonHeaders, negotiateJson } from "../lib/negotiate.ts";
+import {
+  addressResponseType,
+  isVersion2,
+  jsonHeaders,
+  negotiateJson,
+} from "../lib/http/negotiate.ts";
 import type { Address } from "../lib/schemas.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses.ts";
-import { type AppEnv, preEncoded } from "../lib/app_env.ts";
-import { invalidInput } from "../lib/invalid_input.ts";
+import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
+import { invalidInput } from "../lib/http/invalid_input.ts";
 import {
   createAddress,
   CreateHeaderSchema,
@@ -49,7 +54,7 @@ function created(c: Context<AppEnv>, stored: StoredAddress, type: string, extra 
   return addressJson(c, stored, 201, type, { location, ...extra });
 }
 
-/** The response type of an address write: v2 when the request is v2 (lib/negotiate.ts). */
+/** The response type of an address write: v2 when the request is v2 (lib/http/negotiate.ts). */
 function writeType(c: Context<AppEnv>): string {
   return addressResponseType(c.req.header("accept"), c.req.header("content-type"));
 }
@@ -62,7 +67,7 @@ function idempotencyKeyOf(value: string | undefined): string | undefined {
   return parsed.data["idempotency-key"];
 }
 
-/** REST routes of the address book. Every call acts for the caller's owner (lib/caller.ts). */
+/** REST routes of the address book. Every call acts for the caller's owner (security/caller.ts). */
 export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>): void {
   // zod-openapi validates a route's header schema on a copy of every request header; on the
   // busiest write the one header is read and checked here instead, against the same schema.

@@ -8,12 +8,12 @@ import {
   jsonContent,
   NOT_MODIFIED,
   SCOPED_RESPONSES,
-} from "../lib/openapi.ts";
+} from "../lib/http/openapi.ts";
 import type { BookStore } from "../store/books.ts";
-import { type AppEnv, preEncoded } from "../lib/app_env.ts";
-import { negotiateJson } from "../lib/negotiate.ts";
-import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/conditional.ts";
-import { routeAccess } from "../lib/access.ts";
+import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
+import { negotiateJson } from "../lib/http/negotiate.ts";
+import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
+import { routeAccess } from "../security/access.ts";
 
 const listBooks = createRoute({
   ...routeAccess("books:read"),

@@ -1,8 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { AppEnv } from "../lib/app_env.ts";
-import { GATE_RESPONSES } from "../lib/openapi.ts";
+import type { AppEnv } from "../lib/http/hono_env.ts";
+import { GATE_RESPONSES } from "../lib/http/openapi.ts";
 import { apiReferenceRoutes } from "./api_reference.ts";
-import { requires, securityOf } from "../lib/access.ts";
+import { requires, securityOf } from "../security/access.ts";
 
 const ERRORS_DOC = new URL("../docs/errors.md", import.meta.url);
 let errorsDoc: Uint8Array<ArrayBuffer> | undefined;
@@ -29,7 +29,7 @@ const text = (type: string, description: string) => ({
 
 /**
  * Documents the documentation itself, so that the links of the entry point are operations of
- * the document too. `/openapi.json` is served by the app (edge/app.ts); its assets are not listed.
+ * the document too. `/openapi.json` is served by the app (server/app.ts); its assets are not listed.
  */
 function documentDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerPath({

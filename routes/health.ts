@@ -1,10 +1,10 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
-import { UNAVAILABLE } from "../lib/openapi.ts";
+import { UNAVAILABLE } from "../lib/http/openapi.ts";
 import type { Store } from "../store/store.ts";
-import type { StorageHealth } from "../store/storage_health.ts";
-import type { AppEnv } from "../lib/app_env.ts";
-import { routeAccess } from "../lib/access.ts";
+import type { StorageHealth } from "../store/kv/storage_health.ts";
+import type { AppEnv } from "../lib/http/hono_env.ts";
+import { routeAccess } from "../security/access.ts";
 
 const StatusSchema = z.object({ status: z.string() }).openapi("Status");
 

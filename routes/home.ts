@@ -1,9 +1,9 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { type AppEnv, preEncoded } from "../lib/app_env.ts";
-import { jsonHeaders, negotiateJson } from "../lib/negotiate.ts";
-import { GATE_RESPONSES, jsonContent } from "../lib/openapi.ts";
+import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
+import { jsonHeaders, negotiateJson } from "../lib/http/negotiate.ts";
+import { GATE_RESPONSES, jsonContent } from "../lib/http/openapi.ts";
 import { errorResponse } from "../lib/schemas.ts";
-import { routeAccess } from "../lib/access.ts";
+import { routeAccess } from "../security/access.ts";
 
 const link = (href: string, title: string, templated = false) =>
   templated ? { href, title, templated } : { href, title };

@@ -1,13 +1,13 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { ADDRESS_CACHE_CONTROL } from "../lib/conditional.ts";
+import { ADDRESS_CACHE_CONTROL } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
-import { jsonHeaders } from "../lib/negotiate.ts";
-import { IfMatchSchema, SCOPED_RESPONSES } from "../lib/openapi.ts";
+import { jsonHeaders } from "../lib/http/negotiate.ts";
+import { IfMatchSchema, SCOPED_RESPONSES } from "../lib/http/openapi.ts";
 import { type Address, AddressSchema, errorResponse } from "../lib/schemas.ts";
-import { type AppEnv, preEncoded } from "../lib/app_env.ts";
+import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import type { AddressStore } from "../store/addresses.ts";
 import { parseIfMatch } from "./addresses.ts";
-import { routeAccess } from "../lib/access.ts";
+import { routeAccess } from "../security/access.ts";
 
 /** The per-owner data routes: take one's addresses elsewhere, or have them erased. */
 

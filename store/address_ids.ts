@@ -14,9 +14,9 @@ import {
   ownerKey,
   RECORD_VERSION,
 } from "./address_keys.ts";
-import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "./kv_retry.ts";
+import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "./kv/retry.ts";
 import { settleStoredKeys, type Waiter } from "./idempotency_keys.ts";
-import { type LayoutGuard, NO_GUARD } from "./layout.ts";
+import { type LayoutGuard, NO_GUARD } from "./layout/layout.ts";
 import {
   countOf,
   DEFAULT_MAX_PER_OWNER,
@@ -41,7 +41,7 @@ export interface AddressStoreOptions {
   maxConflicts?: number;
   /** `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`. */
   maxPerOwner?: number;
-  /** The layout this process opened; every write checks it (store/layout.ts). */
+  /** The layout this process opened; every write checks it (store/layout/layout.ts). */
   guard?: LayoutGuard;
 }
 

@@ -1,9 +1,9 @@
 import { AppError } from "../lib/errors.ts";
 import type { Address } from "../lib/schemas.ts";
-import { ANONYMOUS_OWNER } from "../lib/caller.ts";
+import { ANONYMOUS_OWNER } from "../security/caller.ts";
 
 /**
- * The address book's KV layout, in one place (layout 2; store/layout.ts has the version key and
+ * The address book's KV layout, in one place (layout 2; store/layout/layout.ts has the version key and
  * docs/storage.md the history).
  *
  * - `["addresses", id]` → `AddressRecord`: the address with its owner. One read answers both

@@ -21,8 +21,8 @@ import {
   ownerPrefix,
   RECORD_VERSION,
 } from "./address_keys.ts";
-import { withKvRetry } from "./kv_retry.ts";
-import { NO_GUARD } from "./layout.ts";
+import { withKvRetry } from "./kv/retry.ts";
+import { NO_GUARD } from "./layout/layout.ts";
 import {
   countOf,
   createKeySweeper,

@@ -1,6 +1,6 @@
 import type { Book } from "../lib/schemas.ts";
-import { contentEtag } from "../lib/conditional.ts";
-import { withKvRetry } from "./kv_retry.ts";
+import { contentEtag } from "../lib/http/conditional.ts";
+import { withKvRetry } from "./kv/retry.ts";
 
 /** Read access to the book catalogue. */
 export interface BookStore {

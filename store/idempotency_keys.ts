@@ -2,7 +2,7 @@ import { AppError } from "../lib/errors.ts";
 import type { AddressInput } from "../lib/schemas.ts";
 import type { Created } from "./address_ids.ts";
 import { idempotencyKey, type IdempotencyRecord, isExpired } from "./address_keys.ts";
-import { getAll } from "./kv_read.ts";
+import { getAll } from "./kv/read.ts";
 
 /** A creation waiting for its batch (address_ids.ts), with its Idempotency-Key if any. */
 export interface Waiter {

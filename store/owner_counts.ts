@@ -1,9 +1,9 @@
 import { AppError } from "../lib/errors.ts";
 import { countKey, idempotencyPrefix, type IdempotencyRecord, isExpired } from "./address_keys.ts";
-import { atomicBudget, keySize } from "./atomic_budget.ts";
-import type { LayoutGuard } from "./layout.ts";
-import { withKvRetry } from "./kv_retry.ts";
-import { getAll } from "./kv_read.ts";
+import { atomicBudget, keySize } from "./kv/atomic_budget.ts";
+import type { LayoutGuard } from "./layout/layout.ts";
+import { withKvRetry } from "./kv/retry.ts";
+import { getAll } from "./kv/read.ts";
 
 /** Default of `MAX_ADDRESSES_PER_OWNER`. */
 export const DEFAULT_MAX_PER_OWNER = 10_000;

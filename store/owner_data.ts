@@ -7,9 +7,9 @@ import {
   ownerKey,
   ownerPrefix,
 } from "./address_keys.ts";
-import { atomicBudget, keySize } from "./atomic_budget.ts";
-import { withKvRetry } from "./kv_retry.ts";
-import type { LayoutGuard } from "./layout.ts";
+import { atomicBudget, keySize } from "./kv/atomic_budget.ts";
+import { withKvRetry } from "./kv/retry.ts";
+import type { LayoutGuard } from "./layout/layout.ts";
 import { countOf, setCount } from "./owner_counts.ts";
 
 /** Addresses read per KV range read while exporting. */

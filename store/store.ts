@@ -1,7 +1,7 @@
 import type { Book } from "../lib/schemas.ts";
 import { type AddressStore, type AddressStoreOptions, openAddressStore } from "./addresses.ts";
 import { type BookStore, openBookStore } from "./books.ts";
-import { type MigrationProgressEvent, openLayout } from "./migrate.ts";
+import { type MigrationProgressEvent, openLayout } from "./layout/migrate.ts";
 
 /** Everything the protocol edges need from storage. */
 export interface Store {
@@ -24,7 +24,7 @@ export interface StoreOptions {
 }
 
 /**
- * Opens the whole store on a KV handle: checks the layout (store/layout.ts; a fresh KV is
+ * Opens the whole store on a KV handle: checks the layout (store/layout/layout.ts; a fresh KV is
  * initialised, an older one migrated only with `migrateOnStart`, a newer one refused) before
  * anything is written, then seeds and loads the catalogue and opens the address book, whose
  * every write checks that the layout is still the one opened here.

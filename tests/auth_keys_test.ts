@@ -1,7 +1,7 @@
 /** JWKS file and JWKS URL keys: every accepted algorithm, wrong keys, algorithm confusion, rotation. */
 import assert from "node:assert/strict";
 import { SignJWT } from "jose";
-import { createVerifier, TokenError } from "../lib/auth.ts";
+import { createVerifier, TokenError } from "../security/verifier.ts";
 import { ConfigError } from "../lib/config.ts";
 import { startTestServer } from "./support/server.ts";
 import { noneToken, testKey } from "./support/tokens.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { BackupLineError } from "../store/backup_format.ts";
-import { importKv, ImportRefused } from "../store/backup_import.ts";
-import { migrateKv } from "../store/migrate.ts";
+import { BackupLineError } from "../store/backup/format.ts";
+import { importKv, ImportRefused } from "../store/backup/import.ts";
+import { migrateKv } from "../store/layout/migrate.ts";
 import {
   addressOf,
   backupText,

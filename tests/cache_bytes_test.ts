@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { stringBytes } from "../lib/cache_bytes.ts";
-import { createTokenCache } from "../lib/token_cache.ts";
+import { createTokenCache } from "../security/token_cache.ts";
 import { createDocumentCache, createPreparer } from "../graphql/prepare.ts";
 import { createBooksSchema } from "../graphql/schema.ts";
 import { loadConfig } from "../lib/config.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { recordStderr } from "../rpc/child_stderr.ts";
+import { recordStderr } from "../rpc/process/child_stderr.ts";
 
 function report(...chunks: string[]): string {
   const record = recordStderr();

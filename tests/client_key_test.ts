@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import fc from "fast-check";
-import { addressKey, createRateLimiter } from "../lib/rate_limit.ts";
+import { addressKey, createRateLimiter } from "../security/rate_limit.ts";
 import { startTestServer } from "./support/server.ts";
 
 const hextet = fc.integer({ min: 0, max: 0xffff });

@@ -1,6 +1,6 @@
 /** CORS for browsers on every protocol of the HTTP port; secure headers on every answer. */
 import assert from "node:assert/strict";
-import { CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS } from "../edge/cors.ts";
+import { CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS } from "../server/cors.ts";
 import { startTestServer } from "./support/server.ts";
 import { SECRET } from "./support/tokens.ts";
 

@@ -5,9 +5,9 @@
  * socket against the real server.
  */
 import assert from "node:assert/strict";
-import { type Identity, TokenError, type Verifier } from "../lib/auth.ts";
-import { createGate, type GateRequest } from "../lib/gate.ts";
-import { createRateLimiter } from "../lib/rate_limit.ts";
+import { type Identity, TokenError, type Verifier } from "../security/verifier.ts";
+import { createGate, type GateRequest } from "../security/gate.ts";
+import { createRateLimiter } from "../security/rate_limit.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createGoawayFilter } from "../rpc/goaway_filter.ts";
+import { createGoawayFilter } from "../rpc/http2/goaway_filter.ts";
 
 const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 

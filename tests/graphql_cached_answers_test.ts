@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { withCachedGraphql } from "../edge/graphql_cached.ts";
+import { withCachedGraphql } from "../graphql/cached_front.ts";
 import { createResultCache } from "../graphql/result_cache.ts";
 import { loadConfig } from "../lib/config.ts";
 import { createLogger } from "../lib/log.ts";
-import { createApp } from "../edge/app.ts";
+import { createApp } from "../server/app.ts";
 import { createBookStore } from "../store/books.ts";
-import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
+import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
 import { catalogueOnly, entryOf, see } from "./support/answers.ts";
 
 const BOOKS = "{ books { title year author { firstName lastName } } }";

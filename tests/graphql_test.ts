@@ -6,7 +6,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { BooksResponseSchema, BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { createLogger } from "../lib/log.ts";
 import type { Book } from "../lib/schemas.ts";
-import { createApp } from "../edge/app.ts";
+import { createApp } from "../server/app.ts";
 import { createBookStore } from "../store/books.ts";
 import type { Store } from "../store/store.ts";
 import { startTestServer } from "./support/server.ts";

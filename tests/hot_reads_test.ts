@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { createLogger } from "../lib/log.ts";
-import { createApp } from "../edge/app.ts";
-import { withHotReads } from "../edge/hot_reads.ts";
+import { createApp } from "../server/app.ts";
+import { withHotReads } from "../routes/books_front.ts";
 import { createBookStore } from "../store/books.ts";
-import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
+import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
 import { catalogueOnly, entryOf, see } from "./support/answers.ts";
 import { checkContract } from "./support/contract.ts";
 

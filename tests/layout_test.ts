@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type Layout1Fixture, loadKv } from "./fixtures/layout1_generate.ts";
-import { CURRENT_LAYOUT } from "../store/layout.ts";
-import { migrateKv } from "../store/migrate.ts";
+import { CURRENT_LAYOUT } from "../store/layout/layout.ts";
+import { migrateKv } from "../store/layout/migrate.ts";
 import { openStore } from "../store/store.ts";
 import {
   addressOf,

@@ -3,7 +3,7 @@
  * what it would see for an id nobody holds; lists and pages hold only the caller's own.
  */
 import assert from "node:assert/strict";
-import { JSON_BODY_TYPES } from "../lib/body.ts";
+import { JSON_BODY_TYPES } from "../lib/http/body.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 

@@ -7,7 +7,7 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { createRateLimiter } from "../lib/rate_limit.ts";
+import { createRateLimiter } from "../security/rate_limit.ts";
 import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import http2 from "node:http2";
 import { HTTPException } from "hono/http-exception";
-import { createApp } from "../edge/app.ts";
+import { createApp } from "../server/app.ts";
 import { createLogger } from "../lib/log.ts";
 import { createBookStore } from "../store/books.ts";
 import type { Store } from "../store/store.ts";

@@ -1,7 +1,7 @@
 import { entryOf } from "./support/answers.ts";
 import assert from "node:assert/strict";
 import { createLogger } from "../lib/log.ts";
-import { createApp } from "../edge/app.ts";
+import { createApp } from "../server/app.ts";
 import { createBookStore } from "../store/books.ts";
 import type { Store } from "../store/store.ts";
 import { startTestServer } from "./support/server.ts";

@@ -11,7 +11,7 @@ import {
   type RawConnection,
 } from "./support/h2_raw.ts";
 import { createLogger } from "../lib/log.ts";
-import { startGrpcListener } from "../rpc/grpc_listener.ts";
+import { startGrpcListener } from "../rpc/listener/grpc_listener.ts";
 import { createBookStore } from "../store/books.ts";
 import { startTestServer } from "./support/server.ts";
 

@@ -8,8 +8,8 @@ import {
 import { AppError, ERROR_DEFINITIONS, type ErrorCode } from "../lib/errors.ts";
 import { createLogger } from "../lib/log.ts";
 import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
-import { GRPC_CODE_OF } from "../rpc/errors.ts";
-import { startGrpcListener } from "../rpc/grpc_listener.ts";
+import { GRPC_CODE_OF } from "../rpc/connect/errors.ts";
+import { startGrpcListener } from "../rpc/listener/grpc_listener.ts";
 import type { BookStore } from "../store/books.ts";
 
 /** A store whose list() fails with the given error: the fault reaches the real listener. */

@@ -3,11 +3,11 @@ import { Buffer } from "node:buffer";
 import http2 from "node:http2";
 import { toBinary } from "@bufbuild/protobuf";
 import { createLogger } from "../lib/log.ts";
-import { booksResponse } from "../rpc/books_service.ts";
+import { booksResponse } from "../rpc/connect/books_service.ts";
 import { BooksResponseSchema } from "../rpc/gen/books/v1/books_pb.ts";
-import { startGrpcListener } from "../rpc/grpc_listener.ts";
+import { startGrpcListener } from "../rpc/listener/grpc_listener.ts";
 import { createBookStore } from "../store/books.ts";
-import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
+import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
 
 interface Answer {
   headers: http2.IncomingHttpHeaders;
@@ -85,7 +85,7 @@ Deno.test("unary books calls answered on the stream match Connect's answers", as
 
     await t.step("100 calls at once on one connection: each whole, in order, with OK", async () => {
       // The listener sends the frames of all calls answered in one turn of the event loop
-      // together (rpc/native_session.ts); every call must still get its own headers, message
+      // together (rpc/http2/native_session.ts); every call must still get its own headers, message
       // and trailers.
       const ids = Array.from({ length: 100 }, (_, i) => `many-${i}`);
       const answers = await Promise.all(

@@ -9,10 +9,10 @@ import * as grpc from "@grpc/grpc-js";
 import { BooksResponseSchema, BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { Health } from "../rpc/gen/grpc/health/v1/health_pb.ts";
 import { createLogger } from "../lib/log.ts";
-import { startGrpcListener } from "../rpc/grpc_listener.ts";
-import { MAX_MESSAGE_BYTES } from "../rpc/router.ts";
+import { startGrpcListener } from "../rpc/listener/grpc_listener.ts";
+import { MAX_MESSAGE_BYTES } from "../rpc/connect/router.ts";
 import { createBookStore } from "../store/books.ts";
-import { DEFAULT_BOOKS, readCatalogue } from "../store/open.ts";
+import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
 import { startTestServer } from "./support/server.ts";
 
 interface RawAnswer {

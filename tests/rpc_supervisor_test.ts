@@ -3,7 +3,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { createLogger } from "../lib/log.ts";
-import { startSupervisedGrpc } from "../rpc/grpc_supervisor.ts";
+import { startSupervisedGrpc } from "../rpc/process/grpc_supervisor.ts";
 import { startTestServer } from "./support/server.ts";
 
 async function grpcBooks(baseUrl: string): Promise<number> {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createLogger } from "../lib/log.ts";
-import { createEpisode } from "../store/storage_episode.ts";
+import { createEpisode } from "../store/kv/storage_episode.ts";
 import { startTestServer } from "./support/server.ts";
 import { waitFor } from "./support/process.ts";
 

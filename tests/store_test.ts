@@ -3,7 +3,7 @@ import { AppError } from "../lib/errors.ts";
 import type { Book } from "../lib/schemas.ts";
 import { decodeCursor, encodeCursor, openAddressStore } from "../store/addresses.ts";
 import { openBookStore, seedCatalogue } from "../store/books.ts";
-import { isTransientKvError, withKvRetry } from "../store/kv_retry.ts";
+import { isTransientKvError, withKvRetry } from "../store/kv/retry.ts";
 
 const SEED: Book[] = [
   { id: 2, title: "B", year: 2000, author: { firstName: "F", lastName: "L" } },

@@ -2,13 +2,13 @@
 // with one gRPC frame encoded once at start (the catalogue of BOOKS_FILE, ascending id, the same
 // bytes this project's server sends; the bench checks that), then `grpc-status: 0` trailers. No
 // compatibility API, no routing, no checks, no log. The one thing it shares with the project's
-// listener is the client-GOAWAY filter (rpc/goaway_filter.ts): without it Deno 2.9.6's nghttp2
+// listener is the client-GOAWAY filter (rpc/http2/goaway_filter.ts): without it Deno 2.9.6's nghttp2
 // can abort the process when h2load closes its connections (denoland/deno#36788), and a
 // ceiling that crashes measures nothing. Prints one JSON `listening` line, like the server.
 import http2 from "node:http2";
 import { Buffer } from "node:buffer";
 import type { AddressInfo } from "node:net";
-import { createGoawayFilter } from "../../rpc/goaway_filter.ts";
+import { createGoawayFilter } from "../../rpc/http2/goaway_filter.ts";
 import { booksMessage } from "../books_message.ts";
 
 const message = await booksMessage(Deno.env.get("BOOKS_FILE")!);

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Store } from "../../store/store.ts";
-import type { AppEnv } from "../../lib/app_env.ts";
-import type { Handler, Inner } from "../../edge/front.ts";
-import { httpEntry } from "../../edge/gate.ts";
+import type { AppEnv } from "../../lib/http/hono_env.ts";
+import type { Handler, Inner } from "../../server/handler.ts";
+import { httpEntry } from "../../server/entry.ts";
 
 /** A store with the catalogue only: for tests of the read paths, which never touch addresses. */
 export function catalogueOnly(books: Store["books"]): Store {
@@ -51,7 +51,7 @@ export async function see(url: string, init: RequestInit): Promise<Seen> {
 }
 
 /**
- * The HTTP entry as production composes it (edge/gate.ts, without a gate), over `app` and,
+ * The HTTP entry as production composes it (server/entry.ts, without a gate), over `app` and,
  * when given, answers placed in front of it (`front` receives the app as it is called).
  */
 export function entryOf(

@@ -1,8 +1,8 @@
 /**
- * Stands in for rpc/grpc_child.ts in supervisor tests: it listens, announces itself as the real
+ * Stands in for rpc/process/grpc_child.ts in supervisor tests: it listens, announces itself as the real
  * child does, writes a few lines of noise to stderr, then dies of an uncaught error.
  */
-import { CHILD_CONFIG_ENV, type GrpcChildConfig } from "../../rpc/grpc_child.ts";
+import { CHILD_CONFIG_ENV, type GrpcChildConfig } from "../../rpc/process/grpc_child.ts";
 
 const config = JSON.parse(Deno.env.get(CHILD_CONFIG_ENV)!) as GrpcChildConfig;
 const listener = Deno.listen({ hostname: config.host, port: config.port });

@@ -1,12 +1,12 @@
 /**
- * Running the operator tools (tools/export.ts, import.ts, migrate.ts) as the processes an
+ * Running the operator tools (ops/export.ts, import.ts, migrate.ts) as the processes an
  * operator runs, and building KV files and backup files for them.
  */
 import { type DumpedEntry, dumpKv } from "../fixtures/layout1_generate.ts";
 
 export { type DumpedEntry, dumpKv };
 
-const TOOLS = new URL("../../tools/", import.meta.url).pathname;
+const TOOLS = new URL("../../ops/", import.meta.url).pathname;
 
 /** What a finished tool run printed. */
 export interface ToolRun {

@@ -1,5 +1,5 @@
 /**
- * A process with the gRPC listener's last-resort handler (rpc/last_resort.ts) that lets errors
+ * A process with the gRPC listener's last-resort handler (rpc/process/last_resort.ts) that lets errors
  * escape in every way a callback can, then says whether it is still alive.
  *
  *   deno run tests/support/last_resort_script.ts some|flood
@@ -8,7 +8,7 @@ import { EventEmitter } from "node:events";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import { createLogger } from "../../lib/log.ts";
-import { installLastResort } from "../../rpc/last_resort.ts";
+import { installLastResort } from "../../rpc/process/last_resort.ts";
 
 const mode = Deno.args[0] ?? "some";
 const logger = createLogger({ level: "info" });

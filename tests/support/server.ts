@@ -2,7 +2,7 @@ import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
 import { type RunningServer, startServer } from "../../main.ts";
 import { checkContract } from "./contract.ts";
-import type { ServerOptions } from "../../edge/server.ts";
+import type { ServerOptions } from "../../server/run.ts";
 
 /** An in-process server on port 0 with a temporary KV file, and the log lines it wrote. */
 export interface TestServer extends RunningServer {

@@ -1,0 +1,81 @@
+import { AppError } from "../errors.ts";
+
+/** The vendor media type of version 1 of this API (spec 9, media type versioning). */
+export const VENDOR_JSON = "application/vnd.books.v1+json";
+
+/** Version 2: RFC 9110 PUT on addresses; every representation as in version 1. */
+export const VENDOR_JSON_V2 = "application/vnd.books.v2+json";
+
+/**
+ * Picks the response type for a JSON resource from `Accept`: `application/json` unless the
+ * client asks for a vendor type, which is then echoed (spec 9). 406 when none is acceptable.
+ * `prefer` is the type a wildcard (or no `Accept`) gets instead of `application/json`.
+ */
+export function negotiateJson(accept: string | undefined | null, prefer?: string): string {
+  const type = acceptableJson(accept, prefer);
+  if (type !== undefined) return type;
+  throw new AppError(
+    "not-acceptable",
+    `This resource is available as application/json, ${VENDOR_JSON} or ${VENDOR_JSON_V2}; ` +
+      `Accept was ${accept?.slice(0, 100)}.`,
+  );
+}
+
+/** The type `negotiateJson` picks, or undefined when `Accept` allows none. */
+export function acceptableJson(
+  accept: string | undefined | null,
+  prefer?: string,
+): string | undefined {
+  if (!accept) return prefer ?? "application/json";
+  let json = false;
+  let wildcard = false;
+  for (const part of accept.split(",")) {
+    const [range = "", ...params] = part.split(";");
+    const type = range.trim().toLowerCase();
+    if (params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p))) continue;
+    if (type === VENDOR_JSON || type === VENDOR_JSON_V2) return type;
+    if (type === "*/*" || type === "application/*") wildcard = true;
+    else if (type === "application/json" || type === "application/problem+json") json = true;
+  }
+  if (wildcard && prefer !== undefined) return prefer;
+  return json || wildcard ? "application/json" : undefined;
+}
+
+/**
+ * True when a request is version 2: its `Accept` names the v2 type, or (a write) its body's
+ * `Content-Type` does. Everything else is version 1.
+ */
+export function isVersion2(
+  accept: string | undefined | null,
+  contentType: string | undefined | null,
+): boolean {
+  if (contentType && contentType.split(";")[0]!.trim().toLowerCase() === VENDOR_JSON_V2) {
+    return true;
+  }
+  return !!accept && accept.toLowerCase().includes(VENDOR_JSON_V2) &&
+    acceptableJson(accept) === VENDOR_JSON_V2;
+}
+
+/**
+ * The response type of an address request: version 2 answers carry the v2 type (unless `Accept`
+ * rules it out and allows plain JSON), version 1 answers are negotiated as before.
+ */
+export function addressResponseType(
+  accept: string | undefined | null,
+  contentType: string | undefined | null,
+): string {
+  return negotiateJson(accept, isVersion2(accept, contentType) ? VENDOR_JSON_V2 : undefined);
+}
+
+/**
+ * Headers of a negotiated JSON answer: its type, `Vary: Accept` (the type depends on `Accept`, so
+ * caches must key on it; spec 9), the request id and `nosniff` (on every response).
+ */
+export function jsonHeaders(type: string, requestId: string): Record<string, string> {
+  return {
+    "content-type": type,
+    "vary": "Accept",
+    "x-request-id": requestId,
+    "x-content-type-options": "nosniff",
+  };
+}

@@ -1,0 +1,76 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { AppError, type ErrorCode } from "../../lib/errors.ts";
+import type { Logger } from "../../lib/log.ts";
+
+/**
+ * The gRPC status of every application error code. A Record so that a new code cannot be added
+ * to lib/errors.ts without deciding its gRPC status here.
+ */
+export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
+  "bad-request": Code.InvalidArgument,
+  "invalid-body": Code.InvalidArgument,
+  "invalid-field": Code.InvalidArgument,
+  "invalid-parameter": Code.InvalidArgument,
+  "unauthorized": Code.Unauthenticated,
+  "forbidden": Code.PermissionDenied,
+  "book-not-found": Code.NotFound,
+  "address-not-found": Code.NotFound,
+  "route-not-found": Code.NotFound,
+  "method-not-allowed": Code.Unimplemented,
+  "not-acceptable": Code.InvalidArgument,
+  "id-taken": Code.AlreadyExists,
+  "request-in-progress": Code.Aborted,
+  "quota-exceeded": Code.ResourceExhausted,
+  "precondition-failed": Code.FailedPrecondition,
+  "precondition-required": Code.FailedPrecondition,
+  "payload-too-large": Code.ResourceExhausted,
+  "unsupported-media-type": Code.InvalidArgument,
+  "idempotency-key-reused": Code.FailedPrecondition,
+  "rate-limited": Code.ResourceExhausted,
+  "service-unavailable": Code.Unavailable,
+  // Retryable, as 503 is: the fault is this instance's storage, not the caller's quota.
+  "storage-unavailable": Code.Unavailable,
+  "internal": Code.Internal,
+};
+
+/** Trailer carrying the application error code (the REST body's `error` member). */
+export const ERROR_CODE_TRAILER = "error-code";
+
+/** Where the failure happened, for the log line of an unexpected error. */
+export interface ErrorContext {
+  logger: Logger;
+  requestId: string;
+  procedure: string;
+}
+
+/**
+ * Renders anything a handler threw as a gRPC status. Application errors keep their code (as the
+ * `error-code` trailer) and developer detail; errors Connect raised itself (deadline, limits,
+ * bad input) pass through; anything else is logged with its stack and reaches the client only as
+ * INTERNAL with the request id, so no internals leak.
+ */
+export function toConnectError(error: unknown, context: ErrorContext): ConnectError {
+  if (error instanceof ConnectError) return error;
+  if (error instanceof AppError) {
+    // The error's own headers (WWW-Authenticate, RateLimit, …) travel as metadata.
+    const metadata = new Headers({ ...error.headers, [ERROR_CODE_TRAILER]: error.code });
+    // gRPC's own retry pushback trailer: clients with a retry policy honour it.
+    if (error.retryAfter !== undefined) {
+      metadata.set("grpc-retry-pushback-ms", String(error.retryAfter * 1000));
+      metadata.set("retry-after", String(error.retryAfter));
+    }
+    const detail = error.problems.map((p) => p.detail).join(" ");
+    return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, undefined, error);
+  }
+  context.logger.error("unhandled error", {
+    requestId: context.requestId,
+    procedure: context.procedure,
+    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    stack: error instanceof Error ? error.stack : undefined,
+  });
+  return new ConnectError(
+    `An unexpected error occurred (request id ${context.requestId}).`,
+    Code.Internal,
+    new Headers({ [ERROR_CODE_TRAILER]: "internal" }),
+  );
+}

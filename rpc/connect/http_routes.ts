@@ -1,0 +1,93 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import { AppError } from "../../lib/errors.ts";
+import type { Logger } from "../../lib/log.ts";
+import type { Decision } from "../../security/gate.ts";
+import type { AppEnv } from "../../lib/http/hono_env.ts";
+import type { BookStore } from "../../store/books.ts";
+import { gateKey, requestIdKey } from "./interceptor.ts";
+import { appRoutes, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
+import { requires } from "../../security/access.ts";
+import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
+import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
+
+/**
+ * Serves the application services over Connect and gRPC-Web on the main HTTP port, at
+ * `/books.v1.BooksService/books`. Native gRPC is not offered here: it ends every response with
+ * HTTP trailers, which a fetch-based server (Deno.serve) cannot send, so it lives on the gRPC
+ * listener. Each procedure is an ordinary Hono route, so 404 and 405 (with `Allow`) for its
+ * path come from the app's own route table.
+ */
+export function rpcRoutes(
+  app: OpenAPIHono<AppEnv>,
+  deps: { books: BookStore; logger: Logger },
+): void {
+  const router = createConnectRouter({
+    grpc: false,
+    ...handlerOptions({ logger: deps.logger, accessLog: false }),
+  });
+  withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps.books)))(router);
+  for (const handler of router.handlers) {
+    const access = rpcAccess(procedureOf(handler.service, handler.method));
+    if (access === "authenticated") {
+      throw new Error(`no access declared for ${handler.requestPath}`);
+    }
+    app.on(handler.allowedMethods, handler.requestPath, requires(access), async (c) => {
+      const request = c.req.raw;
+      // Built by hand rather than with Connect's universalServerRequestFromFetch: that one reads
+      // `request.signal`, which Deno.serve aborts after every successful response (with a
+      // warning on stderr); the signal here aborts only when the client goes away.
+      const response = await handler({
+        httpVersion: "", // not known to a fetch handler; Connect only uses it to refuse bidi on 1.x
+        method: request.method,
+        url: request.url,
+        header: request.headers,
+        body: request.body ?? EMPTY_BODY,
+        signal: disconnectSignal(c.env?.info),
+        contextValues: createContextValues()
+          .set(requestIdKey, c.get("requestId"))
+          .set(gateKey, refusalOf(c.get("refusal"))),
+      });
+      if (response.body === undefined) refuseBare(response.status, request);
+      return universalServerResponseToFetch(response);
+    });
+  }
+}
+
+/** The edge's refusal as the gate decision the interceptor reads (the edge sets admitted headers). */
+function refusalOf(error: AppError | undefined): Decision | undefined {
+  return error === undefined ? undefined : { ok: false, error };
+}
+
+/**
+ * Connect answers a request that speaks none of its protocols (a content type it does not know,
+ * a GET without `encoding` and `message`) with a bare status and no body. That request is not an
+ * RPC, so it gets the error model's answer like any other HTTP request.
+ */
+function refuseBare(status: number, request: Request): void {
+  if (status === 415) {
+    const type = request.headers.get("content-type");
+    throw new AppError(
+      "unsupported-media-type",
+      (type
+        ? `Content-Type ${type.slice(0, 100)} is not an RPC protocol here`
+        : request.method === "GET"
+        ? "A Connect GET needs the encoding and message query parameters"
+        : "The request has no Content-Type") +
+        "; send Connect (application/proto, application/json) or gRPC-Web " +
+        "(application/grpc-web+proto).",
+    );
+  }
+}
+
+const EMPTY_BODY: AsyncIterable<Uint8Array> = {
+  async *[Symbol.asyncIterator]() {},
+};
+
+/** Aborts when the response could not be delivered (Deno.serve's `completed` rejects). */
+function disconnectSignal(info: Deno.ServeHandlerInfo | undefined): AbortSignal {
+  const controller = new AbortController();
+  info?.completed.catch(() => controller.abort());
+  return controller.signal;
+}

@@ -1,0 +1,210 @@
+import { dirname } from "node:path";
+import { ConfigError } from "../../lib/config.ts";
+import type { Logger } from "../../lib/log.ts";
+import { sleep } from "../../store/kv/retry.ts";
+import { recordStderr, type StderrRecord } from "./child_stderr.ts";
+import { CHILD_CONFIG_ENV, type GrpcChildConfig } from "./grpc_child.ts";
+
+/** The gRPC listener running in its own, supervised process. */
+export interface SupervisedGrpc {
+  /** Base URL; stays the same across restarts. */
+  url: string;
+  /** True while a child listens; false from its death until its successor listens. */
+  serving(): boolean;
+  /** Graceful stop of the child (GOAWAY, in-flight calls finish); no restart afterwards. */
+  shutdown(): Promise<void>;
+}
+
+const CHILD = new URL("./grpc_child.ts", import.meta.url).pathname;
+const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
+const STOP_TIMEOUT_MS = 15_000;
+const LISTENING = '"msg":"grpc listening"';
+const MAX_RESTART_DELAY_MS = 5_000;
+const HEALTHY_AFTER_MS = 30_000;
+// The child's V8 heap. Under multiplexed load (8 connections x 16 streams) V8's defaults let
+// the young generation grow to 3 x 16 MiB and the old one to several times the live data
+// (per-call objects promoted while their calls are in flight wait for a major GC): the child's
+// peak RSS went from about 75 MiB idle to 230-380 MiB. With 8 MiB semi-spaces and the heap
+// growing by 20% before the next major GC it stayed at 120 MiB, for a GC share of the CPU
+// profile between V8's default and that of smaller semi-spaces (docs/bench.md).
+const CHILD_V8_FLAGS = "--v8-flags=--max-semi-space-size=8,--heap-growing-percent=20";
+
+interface Child {
+  process: Deno.ChildProcess;
+  ready: Promise<string>;
+  exited: Promise<Deno.CommandStatus>;
+  /** Whether it wrote its `grpc listening` line. */
+  listened(): boolean;
+  stderr: StderrRecord;
+}
+
+/** How the supervisor starts its children. */
+export interface SupervisorOptions {
+  /** The child's entry module (default rpc/process/grpc_child.ts; tests use one that fails on purpose). */
+  entry?: string;
+}
+
+function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Child {
+  const isFile = config.kvPath !== ":memory:" && !/^https?:\/\//.test(config.kvPath);
+  const process = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      CHILD_V8_FLAGS,
+      "--config",
+      DENO_JSON,
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      ...(isFile ? [`--allow-write=${dirname(config.kvPath)}`] : []),
+      entry,
+    ],
+    // NO_COLOR: the child's stderr is read as text (its crash report goes into a log line).
+    env: { [CHILD_CONFIG_ENV]: JSON.stringify(config), NO_COLOR: "1" },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+
+  const stderr = recordStderr();
+  let announced = false;
+  let resolveReady!: (url: string) => void;
+  const ready = new Promise<string>((resolve) => (resolveReady = resolve));
+  const pumpStdout = (async () => {
+    let pending = "";
+    for await (const text of process.stdout.pipeThrough(new TextDecoderStream())) {
+      pending += text;
+      const end = pending.lastIndexOf("\n");
+      if (end === -1) continue;
+      // The complete lines are passed on as one block: under load a chunk holds hundreds of
+      // `rpc` lines, and this process shares the CPU with the listener.
+      const block = pending.slice(0, end + 1);
+      pending = pending.slice(end + 1);
+      logger.line(block);
+      if (!announced && block.includes(LISTENING)) {
+        announced = true;
+        // Written before the listener counts as serving, so no reader of the log sees the
+        // server ready before the line that announces the listener.
+        logger.flush();
+        resolveReady(JSON.parse(block.split("\n").find((l) => l.includes(LISTENING))!).grpc);
+      }
+    }
+  })();
+  const pumpStderr = (async () => {
+    for await (const text of process.stderr.pipeThrough(new TextDecoderStream())) {
+      stderr.append(text);
+    }
+  })();
+  const exited = (async () => {
+    const status = await process.status;
+    await Promise.allSettled([pumpStdout, pumpStderr]);
+    return status;
+  })();
+  const failed = exited.then((status): never => {
+    if (status.code === 2) throw new ConfigError(stderr.text().trim().split("\n").pop() ?? "");
+    throw new Error(
+      `the gRPC listener exited (code ${status.code}) before listening: ${stderr.crashReport()}`,
+    );
+  });
+  return {
+    process,
+    ready: Promise.race([ready, failed]),
+    exited,
+    listened: () => announced,
+    stderr,
+  };
+}
+
+async function stopChild(child: Child): Promise<void> {
+  try {
+    child.process.kill("SIGTERM");
+  } catch { /* already gone */ }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<"timeout">((
+    r,
+  ) => (timer = setTimeout(() => r("timeout"), STOP_TIMEOUT_MS)));
+  if (await Promise.race([child.exited, timeout]) === "timeout") {
+    try {
+      child.process.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await child.exited;
+  }
+  clearTimeout(timer);
+  await child.process.stdin.close().catch(() => {});
+}
+
+/**
+ * Runs the gRPC listener in a child process and restarts it when it dies.
+ *
+ * Deno 2.9.6's node:http2 server can abort the whole process inside nghttp2 when clients close
+ * connections (denoland/deno#36788); in-process, that would take the REST and GraphQL port
+ * down with it. In its own process a crash costs only the gRPC connections of that moment: the
+ * child is restarted on the same port, and the HTTP port never notices.
+ */
+export async function startSupervisedGrpc(
+  config: GrpcChildConfig,
+  logger: Logger,
+  options: SupervisorOptions = {},
+): Promise<SupervisedGrpc> {
+  let current = spawnChild(config, logger, options.entry);
+  let url: string;
+  try {
+    url = await current.ready;
+  } catch (error) {
+    await stopChild(current);
+    throw error;
+  }
+  const fixed = { ...config, port: Number(new URL(url).port) };
+  let stopping = false;
+  // Readiness of the whole process reads this: a dead or restarting child is not serving.
+  let serving = true;
+
+  async function supervise(): Promise<void> {
+    let failures = 0;
+    let restarts = 0;
+    while (!stopping) {
+      const started = Date.now();
+      const status = await current.exited;
+      serving = false;
+      if (stopping) return logStderr(current);
+      if (Date.now() - started > HEALTHY_AFTER_MS) failures = 0;
+      const delay = Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** failures++);
+      // One line per death, with what the child's stderr says about it.
+      logger.error("grpc listener died; restarting", {
+        code: status.code,
+        signal: status.signal,
+        restarts: ++restarts,
+        restartInMs: delay,
+        ...(current.listened() ? {} : { listened: false }),
+        stderr: current.stderr.crashReport(),
+      });
+      await sleep(delay);
+      if (stopping) return;
+      current = spawnChild(fixed, logger, options.entry);
+      try {
+        await current.ready;
+        serving = !stopping;
+        logger.info("grpc listener restarted", { grpc: url, restarts });
+      } catch {
+        // Its death is the next turn's line.
+      }
+    }
+  }
+
+  // A child stopped on purpose has nothing to report, unless it wrote to stderr.
+  function logStderr(child: Child) {
+    const text = child.stderr.text().trim();
+    if (text) logger.warn("grpc listener stderr", { text: child.stderr.crashReport() });
+  }
+  const supervising = supervise();
+
+  return {
+    url,
+    serving: () => serving,
+    shutdown: async () => {
+      stopping = true;
+      serving = false;
+      await stopChild(current);
+      await supervising;
+    },
+  };
+}

@@ -1,0 +1,238 @@
+/**
+ * The one gate: decides who the caller is and whether the call may proceed (authentication,
+ * scope, rate limit), for every protocol on both listeners. The HTTP edge and the gRPC listener
+ * each ask it once per request, before anything answers.
+ */
+import {
+  createVerifier,
+  type Identity,
+  KeysUnavailableError,
+  TokenError,
+  type Verifier,
+  type VerifierOptions,
+} from "./verifier.ts";
+import type { Access } from "./access.ts";
+import { ANONYMOUS, type Caller } from "./caller.ts";
+import type { AuthConfig, RateLimitConfig } from "../lib/config.ts";
+import { AppError } from "../lib/errors.ts";
+import { createRateLimiter, type RateLimiter } from "./rate_limit.ts";
+import { createTokenCache, type TokenCache } from "./token_cache.ts";
+
+/** What the gate needs to know of a request. */
+export interface GateRequest {
+  /**
+   * What the route that will answer declares (security/access.ts), found by the listener from the
+   * canonical request target: never from a path the gate parses itself.
+   */
+  access: Access;
+  /** The `authorization` header or gRPC metadata. */
+  authorization: string | null | undefined;
+  /**
+   * The client's network address: the rate-limit key when no verified token names a `sub`.
+   * A function, as only rate limiting needs it and reading it costs the HTTP edge an op call.
+   */
+  address: () => string;
+}
+
+/** The call may proceed as `caller`; `headers` (RateLimit) go on its response. */
+export interface Admitted {
+  ok: true;
+  caller: Caller;
+  headers: Record<string, string> | undefined;
+}
+
+/** The call is refused; the error carries its headers (WWW-Authenticate, RateLimit, …). */
+export interface Refused {
+  ok: false;
+  error: AppError;
+}
+
+/** The gate's answer. */
+export type Decision = Admitted | Refused;
+
+/** Decides each request; undefined from `createGate` when neither auth nor rate limit is on. */
+export interface Gate {
+  decide(request: GateRequest): Decision | Promise<Decision>;
+}
+
+/** The realm every challenge names. */
+export const REALM = "books";
+const CHALLENGE = `Bearer realm="${REALM}"`;
+const INVALID_TOKEN = `Bearer realm="${REALM}", error="invalid_token"`;
+const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]{1,8192})\s*$/i;
+
+const PROBE: Admitted = Object.freeze({ ok: true, caller: ANONYMOUS, headers: undefined });
+
+/**
+ * The scope a call needs with authentication on: undefined when none, "" for any valid token.
+ * Books are public unless `AUTH_BOOKS=required`.
+ */
+function scopeFor(access: Access, booksRequired: boolean): string | undefined {
+  switch (access) {
+    case "probe":
+    case "public":
+      return undefined;
+    case "books:read":
+      return booksRequired ? access : undefined;
+    case "authenticated":
+      return "";
+    default:
+      return access;
+  }
+}
+
+/**
+ * Opens the gate the configuration asks for: undefined when neither authentication nor rate
+ * limiting is on, so that every path can skip it with one check at start-up.
+ */
+export async function openGate(
+  config: { auth: AuthConfig | undefined; rateLimit: RateLimitConfig | undefined },
+  options: VerifierOptions = {},
+): Promise<Gate | undefined> {
+  return createGate({
+    booksRequired: config.auth?.booksRequired ?? false,
+    verifier: config.auth && await createVerifier(config.auth, options),
+    limiter: config.rateLimit && createRateLimiter(config.rateLimit),
+  });
+}
+
+/** Builds the gate from its parts; undefined when there is nothing to check. */
+export function createGate(parts: {
+  booksRequired: boolean;
+  verifier: Verifier | undefined;
+  limiter: RateLimiter | undefined;
+}): Gate | undefined {
+  const { verifier, limiter, booksRequired } = parts;
+  if (verifier === undefined && limiter === undefined) return undefined;
+  const failures: FailedTokens = createTokenCache<string>();
+
+  /** Takes a rate-limit token for the request; a refusal when the bucket is empty. */
+  function charge(
+    request: GateRequest,
+    identity: Identity | undefined,
+  ): { headers: Record<string, string> | undefined; refused?: Refused } {
+    if (limiter === undefined) return { headers: undefined };
+    const key = identity ? `sub:${identity.subject}` : limiter.addressKey(request.address());
+    const rate = limiter.take(key);
+    const headers = {
+      "ratelimit-policy": limiter.policy,
+      "ratelimit": `"default";r=${rate.remaining};t=${rate.resetSeconds}`,
+    };
+    if (rate.allowed) return { headers };
+    const error = new AppError(
+      "rate-limited",
+      `Over the rate limit; retry in ${rate.retryAfter} s.`,
+      { retryAfter: rate.retryAfter, headers },
+    );
+    return { headers, refused: { ok: false, error } };
+  }
+
+  function finish(
+    request: GateRequest,
+    identity: Identity | undefined,
+    failure: AppError | undefined,
+    headers: Record<string, string> | undefined,
+  ): Decision {
+    if (failure !== undefined) {
+      Object.assign(failure.headers, headers);
+      return { ok: false, error: failure };
+    }
+    const caller: Caller = identity === undefined
+      ? ANONYMOUS
+      : { owner: identity.subject, subject: identity.subject, scopes: identity.scopes };
+    if (verifier !== undefined) {
+      const scope = scopeFor(request.access, booksRequired);
+      if (scope !== undefined && identity === undefined) {
+        return refuse("unauthorized", "This call needs a bearer token.", CHALLENGE, headers);
+      }
+      if (scope && !caller.scopes.has(scope)) {
+        return refuse(
+          "forbidden",
+          `This call needs the scope ${scope}.`,
+          `Bearer error="insufficient_scope", scope="${scope}"`,
+          headers,
+        );
+      }
+    }
+    return { ok: true, caller, headers };
+  }
+
+  /** Charges the bucket of the identity (or the address), then decides. */
+  function settle(
+    request: GateRequest,
+    identity: Identity | undefined,
+    failure: AppError | undefined,
+  ): Decision {
+    const { headers, refused } = charge(request, identity);
+    return refused ?? finish(request, identity, failure, headers);
+  }
+
+  return {
+    decide(request) {
+      if (request.access === "probe") return PROBE;
+      const authorization = request.authorization;
+      if (verifier === undefined || !authorization) return settle(request, undefined, undefined);
+      const token = BEARER.exec(authorization)?.[1];
+      if (token === undefined) {
+        const error = unauthorized("Send the token as Authorization: Bearer <token>.", CHALLENGE);
+        return settle(request, undefined, error);
+      }
+      const known = verifier.peek(token);
+      if (known !== undefined) return settle(request, known, undefined);
+      const failed = failures.get(token, Date.now());
+      if (failed !== undefined) {
+        return settle(request, undefined, unauthorized(failed, INVALID_TOKEN));
+      }
+      // Cost before trust: a token not seen before is paid for from the client address's bucket
+      // before its signature is checked, so a client cannot spend the server's CPU on signatures
+      // past its rate limit. Its first request counts there, the later ones under its `sub`.
+      const { headers, refused } = charge(request, undefined);
+      if (refused !== undefined) return refused;
+      let verified: Identity | Promise<Identity>;
+      try {
+        verified = verifier.verify(token);
+      } catch (error) {
+        return finish(request, undefined, tokenFailure(error, token, failures), headers);
+      }
+      if (!(verified instanceof Promise)) return finish(request, verified, undefined, headers);
+      return verified.then(
+        (identity) => finish(request, identity, undefined, headers),
+        (error) => finish(request, undefined, tokenFailure(error, token, failures), headers),
+      );
+    },
+  };
+}
+
+// Tokens that failed verification are remembered this long, so that a client repeating one
+// costs a map lookup, not a signature check; bounded by bytes like the verified ones.
+const FAILED_TOKEN_MS = 60_000;
+type FailedTokens = TokenCache<string>;
+
+function unauthorized(detail: string, challenge: string): AppError {
+  return new AppError("unauthorized", detail, { headers: { "www-authenticate": challenge } });
+}
+
+function refuse(
+  code: "unauthorized" | "forbidden",
+  detail: string,
+  challenge: string,
+  headers: Record<string, string> | undefined,
+): Refused {
+  return {
+    ok: false,
+    error: new AppError(code, detail, { headers: { ...headers, "www-authenticate": challenge } }),
+  };
+}
+
+function tokenFailure(error: unknown, token: string, failures: FailedTokens): AppError {
+  if (error instanceof TokenError) {
+    const bytes = 2 * (token.length + error.message.length) + 64;
+    failures.set(token, error.message, Date.now() + FAILED_TOKEN_MS, bytes);
+    return unauthorized(error.message, INVALID_TOKEN);
+  }
+  if (error instanceof KeysUnavailableError) {
+    // Not the client's fault: 503 with a retry hint, and nothing is cached.
+    return new AppError("service-unavailable", error.message, { retryAfter: 5 });
+  }
+  throw error;
+}

@@ -1,0 +1,178 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { AppError } from "../lib/errors.ts";
+import { invalidInput } from "../lib/http/invalid_input.ts";
+import type { Logger } from "../lib/log.ts";
+import type { Store } from "../store/store.ts";
+import type { StorageHealth } from "../store/kv/storage_health.ts";
+import { addressRoutes } from "../routes/addresses.ts";
+import { ownerDataRoutes } from "../routes/owner_data.ts";
+import { booksRoutes } from "../routes/books.ts";
+import { docsRoutes } from "../routes/docs.ts";
+import { homeRoutes } from "../routes/home.ts";
+import type { AppEnv } from "../lib/http/hono_env.ts";
+import { healthRoutes } from "../routes/health.ts";
+import { jsonObjectBody, requestContext } from "./request_context.ts";
+import { allowedMethods } from "../security/route_access.ts";
+import { canonicalPath, rawPathOf } from "../security/target.ts";
+import { MERGE_PATCH_JSON } from "../lib/http/body.ts";
+import { renderAppError, renderThrown } from "./render_error.ts";
+import { registerSharedResponses } from "../lib/http/openapi.ts";
+import { corsMiddleware } from "./cors.ts";
+import { gateMiddleware } from "./entry.ts";
+import { pageHeaders } from "./secure_headers.ts";
+import { rpcRoutes } from "../rpc/connect/http_routes.ts";
+import { requires } from "../security/access.ts";
+import { graphqlRoutes } from "../graphql/routes.ts";
+import type { GraphqlConfig } from "../lib/config.ts";
+import type { ResultCache } from "../graphql/result_cache.ts";
+import type { DocumentCache } from "../graphql/prepare.ts";
+
+/** What the HTTP app needs from the process. */
+export interface AppDeps {
+  store: Store;
+  logger: Logger;
+  /** Largest accepted request body in bytes (413 above). */
+  maxBodyBytes: number;
+  /** True once graceful shutdown began (readiness turns 503). */
+  isShuttingDown?: () => boolean;
+  /** True once every listener of the process serves (readiness is 503 until then). */
+  isListening?: () => boolean;
+  /** Whether writes work and the KV file is the one opened (readiness covers writes with it). */
+  storage?: StorageHealth | undefined;
+  /** GraphQL limits (the `GRAPHQL_*` defaults when omitted). */
+  graphql?: GraphqlConfig;
+  /** GraphQL's result cache, when something in front of the app answers from it too. */
+  graphqlResults?: ResultCache;
+  /** GraphQL's parsed-document cache, when the process reports what it holds. */
+  graphqlDocuments?: DocumentCache;
+  /** `CORS_ORIGINS`; no CORS headers when undefined. */
+  corsOrigins?: "*" | string[] | undefined;
+  /** `PUBLIC_URL` without its trailing slash; links in error bodies are relative without it. */
+  publicUrl?: string | undefined;
+}
+
+/** Builds the HTTP application: REST routes, OpenAPI document, probes, error rendering. */
+export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    // The path the entry made canonical: the router matches the string the gate decided on.
+    getPath: (request, options) => (options?.env as AppEnv["Bindings"])?.path ?? pathOf(request),
+    defaultHook: (result) => {
+      if (!result.success) {
+        throw invalidInput(result.target, result.error.issues);
+      }
+    },
+  });
+
+  app.use("*", requestContext(deps.logger));
+  if (deps.corsOrigins !== undefined) app.use("*", corsMiddleware(deps.corsOrigins));
+  app.use("*", gateMiddleware());
+  app.use("*", pageHeaders());
+  // "/addresses/*" also matches "/addresses" itself.
+  app.use("/addresses/*", jsonObjectBody(deps.maxBodyBytes));
+
+  booksRoutes(deps.store.books, app);
+  // Before the address routes: `/addresses/export` must not be taken for `/addresses/{id}`.
+  ownerDataRoutes(deps.store.addresses, app);
+  addressRoutes(deps.store.addresses, app);
+  healthRoutes({
+    store: deps.store,
+    isShuttingDown: deps.isShuttingDown ?? (() => false),
+    isListening: deps.isListening ?? (() => true),
+    storage: deps.storage,
+  }, app);
+  docsRoutes(app);
+  homeRoutes(app);
+  // GraphQL and Connect/gRPC-Web mount here (graphql/, rpc/).
+  graphqlRoutes(app, {
+    books: deps.store.books,
+    logger: deps.logger,
+    config: deps.graphql,
+    results: deps.graphqlResults,
+    documents: deps.graphqlDocuments,
+  });
+  rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
+
+  registerSharedResponses(app.openAPIRegistry);
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description: "When authentication is configured (README, Security): addresses need the " +
+      "scopes addresses:read (GET, HEAD) or addresses:write (POST, PUT, PATCH, DELETE); books " +
+      "need books:read with AUTH_BOOKS=required. 401 `unauthorized`, 403 `forbidden` and, with " +
+      "RATE_LIMIT, 429 `rate-limited` may answer any operation.",
+  });
+  const documentConfig: Parameters<typeof app.getOpenAPI31Document>[0] = {
+    openapi: "3.1.0",
+    // Relative: the document describes the server that serves it, wherever that is.
+    servers: [{ url: "/", description: "The server that serves this document" }],
+    tags: [
+      { name: "books", description: "The book catalogue (read-only)." },
+      { name: "addresses", description: "The caller's address book." },
+      { name: "service", description: "Entry point, probes and documentation." },
+    ],
+    // A token is optional: whether an operation needs one depends on the configuration.
+    security: [{ bearerAuth: [] }, {}],
+    info: {
+      title: "Books and addresses API",
+      version: "1.0.0",
+      description: "REST side of the book catalogue and address book. Errors use the detailed " +
+        "body `{errors:[{error,message,detail,help}]}`, or RFC 7807 with " +
+        "`Accept: application/problem+json`. Versions: `application/json` and " +
+        "`application/vnd.books.v1+json` are version 1; `application/vnd.books.v2+json` (in " +
+        "Accept, or in Content-Type of a write) is version 2, which changes only PUT on an " +
+        "address (RFC 9110 semantics). Entry point: `GET /`.",
+    },
+  };
+  // Built once, on first request, when every route is registered: the document does not change.
+  let document: string | undefined;
+  app.get("/openapi.json", requires("public"), () => {
+    document ??= JSON.stringify(app.getOpenAPI31Document(documentConfig));
+    return new Response(document, { headers: { "content-type": "application/json" } });
+  });
+
+  const base = deps.publicUrl ?? "";
+  app.notFound((c) => routeNotFound(app, c, base));
+  app.onError((error, c) => renderThrown(c, error, deps.logger, base));
+  return app;
+}
+
+/**
+ * Without the entry (`app.request()`): the canonical path, or the raw one, which the router
+ * matches as it is (no route has a percent-encoding, a fragment or a dot segment).
+ */
+function pathOf(request: Request): string {
+  return canonicalPath(request.url, request.headers.get("host")) ?? rawPathOf(request.url);
+}
+
+function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>, base: string): Response {
+  // A refusal handed on for a route to render (RPC) must not turn into a 404 when none runs.
+  const refusal = c.get("refusal");
+  if (refusal !== undefined) return renderAppError(c, refusal, base);
+  const allow = allowedMethods(app.router, c.req.path);
+  if (allow.length === 0) {
+    return renderAppError(
+      c,
+      new AppError("route-not-found", `No route matches ${c.req.path}.`),
+      base,
+    );
+  }
+  const allowHeader = allow.join(", ");
+  if (c.req.method === "OPTIONS") {
+    // RFC 5789 3.1: where PATCH is allowed, OPTIONS names the patch formats.
+    const headers: Record<string, string> = allow.includes("PATCH")
+      ? { allow: allowHeader, "accept-patch": MERGE_PATCH_JSON }
+      : { allow: allowHeader };
+    return new Response(null, { status: 204, headers });
+  }
+  return renderAppError(
+    c,
+    new AppError(
+      "method-not-allowed",
+      `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allowHeader}.`,
+      { headers: { allow: allowHeader } },
+    ),
+    base,
+  );
+}

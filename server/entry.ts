@@ -1,0 +1,116 @@
+import type { MiddlewareHandler } from "hono";
+import type { Router } from "hono/router";
+import type { Decision, Gate } from "../security/gate.ts";
+import type { AppEnv } from "../lib/http/hono_env.ts";
+import { AppError } from "../lib/errors.ts";
+import { canonicalPath, rawPathOf } from "../security/target.ts";
+import { negotiateGraphqlType } from "../graphql/over_http.ts";
+import { requestErrorResponse } from "../graphql/responses.ts";
+import type { Admission } from "../security/admission.ts";
+import type { Handler, Inner } from "./handler.ts";
+import { accessFor } from "../security/route_access.ts";
+
+// Connect and gRPC-Web calls on the HTTP port: a refusal is rendered by Connect itself (the
+// route's interceptor), in the protocol the client speaks.
+const RPC_PREFIX = "/books.v1.";
+
+/** The entry's refusal of a target that is not canonical (design.md, "One request, one view"). */
+function notCanonical(path: string): Decision {
+  return {
+    ok: false,
+    error: new AppError(
+      "invalid-parameter",
+      `The request target is not in canonical form (${path.slice(0, 100)}): send the path ` +
+        "without percent-encoding, fragment, empty or dot segments and backslashes.",
+    ),
+  };
+}
+
+/**
+ * The HTTP listener's entry, where every request is decided once: its target is made canonical
+ * (else 400), then the gate (when configured) decides from what the route that will answer
+ * declares, found by asking the app's own router with that same canonical path. An admitted
+ * request goes to `front` (the answers in front of the router, then the app); a refused one
+ * goes straight to `app`, whose gate middleware renders the refusal in the protocol of the path.
+ * With CORS on, a request carrying `Origin` also goes to `app`, whose CORS middleware adds the
+ * headers (browsers' cross-origin calls are not the hot path).
+ */
+export function httpEntry(
+  deps: { gate: Gate | undefined; cors: boolean; router: Router<unknown> },
+  front: Inner,
+  app: Inner,
+): Handler {
+  const { gate, cors, router } = deps;
+
+  function proceed(request: Request, admission: Admission): Response | Promise<Response> {
+    const decision = admission.decision;
+    if (decision?.ok === false || (cors && request.headers.has("origin"))) {
+      return app(request, admission);
+    }
+    const headers = decision?.ok ? decision.headers : undefined;
+    const response = front(request, admission);
+    if (headers === undefined) return response;
+    return response instanceof Promise
+      ? response.then((r) => withHeaders(r, headers))
+      : withHeaders(response, headers);
+  }
+
+  // Synchronous whenever the gate is (no token, or a token verified before), so that Deno.serve
+  // keeps its fast path for a handler that returns a Response.
+  return (request, info) => {
+    const path = canonicalPath(request.url, request.headers.get("host"));
+    if (path === undefined) {
+      const raw = rawPathOf(request.url);
+      return app(request, { info, path: raw, decision: notCanonical(raw) });
+    }
+    if (gate === undefined) return proceed(request, { info, path, decision: undefined });
+    const decision = gate.decide({
+      access: accessFor(router, request.method, path).access,
+      authorization: request.headers.get("authorization"),
+      address: () => (info.remoteAddr as Deno.NetAddr).hostname ?? "",
+    });
+    return decision instanceof Promise
+      ? decision.then((d) => proceed(request, { info, path, decision: d }))
+      : proceed(request, { info, path, decision });
+  };
+}
+
+/** Adds the gate's headers (RateLimit) unless the app already did (requests it answered). */
+function withHeaders(response: Response, headers: Record<string, string>): Response {
+  if (!response.headers.has("ratelimit")) {
+    for (const name in headers) response.headers.set(name, headers[name]!);
+  }
+  return response;
+}
+
+/**
+ * The app's side of the entry: sets the caller the gate decided, adds its RateLimit headers to
+ * the answer, and renders a refusal per protocol: GraphQL's `errors` with `extensions.code` on
+ * `/graphql`, Connect's own rendering for RPC paths (through the `refusal` variable), the REST
+ * error body everywhere else. It runs before any route, so a refused request reaches none.
+ */
+export function gateMiddleware(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const decision = c.env?.decision;
+    if (decision === undefined) return next();
+    if (!decision.ok) {
+      const error = decision.error;
+      const path = c.req.path;
+      if (path === "/graphql" && c.req.method === "POST") {
+        const type = negotiateGraphqlType(c.req.header("accept")) ?? "application/json";
+        return requestErrorResponse(error, type);
+      }
+      if (path.startsWith(RPC_PREFIX) && (c.req.method === "POST" || c.req.method === "GET")) {
+        c.set("refusal", error);
+        return next();
+      }
+      throw error;
+    }
+    c.set("caller", decision.caller);
+    await next();
+    const headers = decision.headers;
+    if (headers !== undefined) {
+      for (const name in headers) c.res.headers.set(name, headers[name]!);
+    }
+  };
+}

@@ -1,0 +1,300 @@
+import {
+  addressKey,
+  type AddressRecord,
+  COUNTER,
+  countKey,
+  ownerKey,
+  readRecord,
+  RECORD_VERSION,
+} from "../address_keys.ts";
+import { notePutAt, readIdState } from "../address_ids.ts";
+import { atomicBudget, type Cost, keySize, valueSize } from "../kv/atomic_budget.ts";
+import {
+  type AddressLine,
+  type BackupHeader,
+  BackupLineError,
+  parseHeader,
+  parseLine,
+  readLines,
+} from "./format.ts";
+import { getAll } from "../kv/read.ts";
+import { withKvRetry } from "../kv/retry.ts";
+import type { LayoutGuard } from "../layout/layout.ts";
+import { openLayout } from "../layout/migrate.ts";
+
+/** What to do with an address whose id the target holds with other contents. */
+export type OnConflict = "fail" | "skip";
+
+/** Reported as the import goes: first while checking the file, then while writing it. */
+export interface ImportProgress {
+  phase: "check" | "write";
+  /** Addresses checked or written so far. */
+  addresses: number;
+  /** Addresses in the file (known once the check is done). */
+  total: number | undefined;
+}
+
+/** What an import did. */
+export interface ImportSummary {
+  header: BackupHeader;
+  /** Addresses in the file. */
+  addresses: number;
+  /** Written now. */
+  written: number;
+  /** Already in the target exactly so (an earlier run, or the file's own source). */
+  present: number;
+  /** Left as the target has them (`--on-conflict=skip`). */
+  skipped: number;
+  /** The id counter of the file (the target's is at least this now). */
+  counter: number;
+}
+
+/** The import refused the file; nothing was written unless the message says otherwise. */
+export class ImportRefused extends Error {
+  override name = "ImportRefused";
+}
+
+interface Pending {
+  line: number;
+  entry: AddressLine;
+}
+
+/** True when a stored record holds exactly the line's address. */
+function same(stored: Deno.KvEntryMaybe<unknown>, line: Pending): boolean {
+  if (stored.value === null) return false;
+  const { owner, address } = readRecord(stored as Deno.KvEntry<unknown>);
+  const a = line.entry.address;
+  return owner === line.entry.owner && address.name === a.name && address.city === a.city &&
+    address.postalCode === a.postalCode;
+}
+
+interface Scan {
+  header: BackupHeader;
+  addresses: number;
+  counter: number;
+  conflicts: { line: number; id: number }[];
+  conflictCount: number;
+}
+
+const CHECK_CHUNK = 200;
+
+/**
+ * Reads the whole file once before anything is written: every line must be valid and in its
+ * place (header, addresses, counters, end, each id once), and each address is compared with
+ * what the target holds at its id.
+ */
+async function scan(
+  kv: Deno.Kv,
+  stream: ReadableStream<Uint8Array>,
+  onProgress: (p: ImportProgress) => void,
+): Promise<Scan> {
+  let header: BackupHeader | undefined;
+  let counter: number | undefined;
+  let ended = false;
+  let lines = 0;
+  let addresses = 0;
+  const seen = new Map<number, number>();
+  const conflicts: { line: number; id: number }[] = [];
+  let conflictCount = 0;
+  let pending: Pending[] = [];
+  const flush = async () => {
+    const stored = await getAll(kv, pending.map((p) => addressKey(p.entry.address.id)));
+    pending.forEach((p, i) => {
+      const entry = stored[i]!;
+      if (entry.value === null || same(entry, p)) return;
+      conflictCount++;
+      if (conflicts.length < 5) conflicts.push({ line: p.line, id: p.entry.address.id });
+    });
+    pending = [];
+    onProgress({ phase: "check", addresses, total: undefined });
+  };
+  for await (const { line, text } of readLines(stream)) {
+    lines = line;
+    if (line === 1) {
+      header = parseHeader(text);
+      continue;
+    }
+    if (ended) {
+      if (text.trim() !== "") throw new BackupLineError(line, "a line after the end line");
+      continue;
+    }
+    const parsed = parseLine(text, line);
+    if (parsed.kind === "address") {
+      if (counter !== undefined) throw new BackupLineError(line, "an address after the counters");
+      const id = parsed.address.id;
+      const first = seen.get(id);
+      if (first !== undefined) {
+        throw new BackupLineError(line, `id ${id} appears a second time (first on line ${first})`);
+      }
+      seen.set(id, line);
+      addresses++;
+      pending.push({ line, entry: parsed });
+      if (pending.length === CHECK_CHUNK) await flush();
+    } else if (parsed.kind === "counters") {
+      if (counter !== undefined) throw new BackupLineError(line, "a second counters line");
+      counter = parsed.addressId;
+    } else {
+      if (counter === undefined) throw new BackupLineError(line, "the end line before counters");
+      if (parsed.addresses !== addresses) {
+        throw new BackupLineError(
+          line,
+          `the end line counts ${parsed.addresses} addresses, the file has ${addresses}`,
+        );
+      }
+      ended = true;
+    }
+  }
+  if (header === undefined) throw new BackupLineError(1, "the file is empty");
+  if (!ended) {
+    throw new BackupLineError(
+      lines,
+      "the file ends here without its end line (an export cut off?)",
+    );
+  }
+  if (pending.length > 0) await flush();
+  return { header, addresses, counter: counter!, conflicts, conflictCount };
+}
+
+/** Raises the target's id counter to the file's, so no id the source handed out is reused. */
+async function raiseCounter(kv: Deno.Kv, guard: LayoutGuard, to: number): Promise<void> {
+  for (;;) {
+    const state = await readIdState(kv);
+    if (state.last >= to) return;
+    // Raising the counter keeps NEXT_TAKEN true: fewer ids lie above it.
+    const op = guard.check(kv.atomic()).check(state.counter)
+      .set(COUNTER, new Deno.KvU64(BigInt(to)));
+    if ((await withKvRetry(() => op.commit())).ok) return;
+    await guard.afterConflict();
+  }
+}
+
+/** The cost of one address in a write batch (the count's sum only for an owner new to it). */
+function costOf(p: Pending, newOwner: boolean): Cost {
+  const { owner, address } = p.entry;
+  return {
+    checks: 1,
+    mutations: 2 + (newOwner ? 1 : 0),
+    keyBytes: keySize(addressKey(address.id)) + keySize(ownerKey(owner, address.id)) +
+      (newOwner ? keySize(countKey(owner)) : 0),
+    valueBytes: 2 * valueSize({ v: RECORD_VERSION, owner, address }),
+  };
+}
+
+/**
+ * Writes one batch: each absent address with its index entry, checked absent, and the owners'
+ * counts (added with `sum`, exact beside servers creating at the same time), in one atomic
+ * operation; an address above the id counter is announced as a v2 PUT announces one
+ * (address_ids.ts `notePutAt`), so POST never hands its id out.
+ */
+async function writeBatch(
+  kv: Deno.Kv,
+  guard: LayoutGuard,
+  batch: Pending[],
+  onConflict: OnConflict,
+): Promise<{ written: number; present: number; skipped: number }> {
+  for (;;) {
+    const [stored, state] = await Promise.all([
+      getAll(kv, batch.map((p) => addressKey(p.entry.address.id))),
+      readIdState(kv),
+    ]);
+    const op = guard.check(kv.atomic());
+    const counts = new Map<string, number>();
+    let written = 0, present = 0, skipped = 0;
+    let lowestAbove: number | undefined;
+    batch.forEach((p, i) => {
+      const entry = stored[i]!;
+      const { owner, address } = p.entry;
+      if (entry.value !== null) {
+        if (same(entry, p)) present++;
+        else if (onConflict === "skip") skipped++;
+        else {
+          throw new ImportRefused(
+            `line ${p.line}: id ${address.id} holds another address in the target (written ` +
+              "there after the check); the lines before this batch were imported",
+          );
+        }
+        return;
+      }
+      const record: AddressRecord = { v: RECORD_VERSION, owner, address };
+      op.check({ key: entry.key, versionstamp: null }).set(entry.key, record)
+        .set(ownerKey(owner, address.id), address);
+      counts.set(owner, (counts.get(owner) ?? 0) + 1);
+      if (address.id > state.last && (lowestAbove === undefined || address.id < lowestAbove)) {
+        lowestAbove = address.id;
+      }
+      written++;
+    });
+    if (written === 0) return { written, present, skipped };
+    for (const [owner, n] of counts) op.sum(countKey(owner), BigInt(n));
+    if (lowestAbove !== undefined) notePutAt(op, state, lowestAbove);
+    if ((await withKvRetry(() => op.commit())).ok) return { written, present, skipped };
+    await guard.afterConflict();
+  }
+}
+
+/**
+ * Imports a backup file into a KV (of the current layout, or fresh). The file is read twice:
+ * once to check every line and compare every address with the target (a bad line, or with
+ * `fail` any conflicting address, refuses the file before anything is written), then to write
+ * it in bounded atomic batches, each address whole (record, index entry, count) or not at all.
+ * Running it again after it was stopped (even by kill -9) finds what was written and goes on;
+ * importing the same file twice changes nothing.
+ */
+export async function importKv(
+  kv: Deno.Kv,
+  label: string,
+  open: () => Promise<ReadableStream<Uint8Array>>,
+  options: { onConflict?: OnConflict; onProgress?: (p: ImportProgress) => void } = {},
+): Promise<ImportSummary> {
+  const onConflict = options.onConflict ?? "fail";
+  const onProgress = options.onProgress ?? (() => {});
+  const guard = await openLayout(kv, label, { migrateOnStart: false });
+  const checked = await scan(kv, await open(), onProgress);
+  if (checked.conflictCount > 0 && onConflict === "fail") {
+    const first = checked.conflicts.map((c) => `line ${c.line} (id ${c.id})`).join(", ");
+    throw new ImportRefused(
+      `${checked.conflictCount} address(es) of the file conflict with what the target holds ` +
+        `at their ids, first ${first}; nothing was imported. --on-conflict=skip keeps the ` +
+        "target's and imports the rest.",
+    );
+  }
+  await raiseCounter(kv, guard, checked.counter);
+  const summary = { written: 0, present: 0, skipped: 0 };
+  let batch: Pending[] = [];
+  let budget = atomicBudget();
+  let owners = new Set<string>();
+  const flush = async () => {
+    const done = await writeBatch(kv, guard, batch, onConflict);
+    summary.written += done.written;
+    summary.present += done.present;
+    summary.skipped += done.skipped;
+    batch = [];
+    budget = atomicBudget();
+    owners = new Set();
+    onProgress({
+      phase: "write",
+      addresses: summary.written + summary.present + summary.skipped,
+      total: checked.addresses,
+    });
+  };
+  for await (const { line, text } of readLines(await open())) {
+    if (line === 1 || text.trim() === "") continue;
+    const parsed = parseLine(text, line);
+    if (parsed.kind !== "address") continue;
+    const pending = { line, entry: parsed };
+    const fits = (p: Pending) => budget.take(costOf(p, !owners.has(p.entry.owner)));
+    if (!fits(pending)) {
+      await flush();
+      fits(pending);
+    }
+    owners.add(parsed.owner);
+    batch.push(pending);
+  }
+  if (batch.length > 0) await flush();
+  return {
+    header: checked.header,
+    addresses: checked.addresses,
+    counter: checked.counter,
+    ...summary,
+  };
+}

@@ -1,0 +1,56 @@
+import { AppError } from "../../lib/errors.ts";
+
+/** How often and how long a transient KV failure is retried before giving up with 503. */
+export interface RetryPolicy {
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+/** Defaults sized so a request gives up within about two seconds. */
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 12, baseDelayMs: 5, maxDelayMs: 400 };
+
+// SQLite reports lock contention between processes sharing one file as "database is locked";
+// remote KV (KV Connect) surfaces network hiccups. Both go away on their own.
+const TRANSIENT =
+  /database is (locked|busy)|SQLITE_BUSY|connection (reset|refused|closed)|timed? ?out/i;
+
+/** True when a KV error is worth retrying. */
+export function isTransientKvError(error: unknown): boolean {
+  return error instanceof Error && !(error instanceof AppError) && TRANSIENT.test(error.message);
+}
+
+/** Full-jitter exponential backoff delay for the given attempt (0-based). */
+export function backoffDelay(attempt: number, policy: RetryPolicy): number {
+  const cap = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+  return Math.random() * cap;
+}
+
+/** Sleeps for `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Runs a KV operation, retrying transient failures with jittered backoff. When they persist the
+ * caller gets a `service-unavailable` AppError (503 with Retry-After), never a raw KV error.
+ */
+export async function withKvRetry<T>(
+  operation: () => Promise<T>,
+  policy: RetryPolicy = DEFAULT_RETRY,
+): Promise<T> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await operation();
+    } catch (error) {
+      if (!isTransientKvError(error)) throw error;
+      if (attempt + 1 >= policy.attempts) {
+        throw new AppError("service-unavailable", "Storage stayed busy past the retry budget.", {
+          retryAfter: 1,
+          cause: error,
+        });
+      }
+      await sleep(backoffDelay(attempt, policy));
+    }
+  }
+}
