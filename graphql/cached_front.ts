@@ -1,13 +1,13 @@
 import type { GraphqlConfig } from "../lib/config.ts";
-import { type Logger, msSince } from "../lib/log.ts";
+import type { Logger } from "../lib/log.ts";
+import { logHttpAccess } from "../lib/access_log.ts";
 import { requestIdFrom } from "../lib/http/request_id.ts";
 import type { Inner } from "../server/handler.ts";
 import type { Admission } from "../security/admission.ts";
-import { nameHttpSpan, TRACING } from "../lib/tracing.ts";
 import type { BookStore } from "../store/books.ts";
 import {
   decodeBody,
-  exceedsUtf8Bytes,
+  GRAPHQL_PATH,
   graphqlBodyLimit,
   isJsonRequest,
   negotiateGraphqlType,
@@ -20,13 +20,14 @@ import type { ResultCache } from "./result_cache.ts";
  * Answers `POST /graphql` from the result cache (graphql/result_cache.ts) before the framework
  * sees the request, and hands every other request to `app`.
  *
- * Why: a cached result is bytes ready to send, so the router and middleware were most of the
- * cost of such a request (bench: 24 µs of CPU, against 18 µs for the same work done here). The
- * answer is the app's own: the same checks in the same order (Accept, Content-Type, body size,
- * parameters, document size), the same body, headers, request id and access-log line. A request
- * this path cannot answer from the cache goes to `app` with the same body bytes, so every error
- * and every executed query is still the app's. A body without Content-Length goes to `app`
- * unread (its size is checked while it streams there).
+ * Why: a cached result is bytes ready to send, so the router and middleware would be most of the
+ * cost of such a request. The answer is the route's own: the same checks in the same order
+ * (Accept, Content-Type, body size, parameters), the same cache lookup, body, headers, request
+ * id and access-log line. The route's document-size check needs no counterpart here: a document
+ * over the limit is refused before its result could be cached, so it never is. A request this
+ * path cannot answer from the cache goes to `app` with the same body bytes, so every error and
+ * every executed query is still the route's. A body without Content-Length goes to `app` unread
+ * (its size is checked while it streams there).
  */
 export function withCachedGraphql(
   deps: { books: BookStore; logger: Logger; results: ResultCache; config: GraphqlConfig },
@@ -34,18 +35,13 @@ export function withCachedGraphql(
 ): Inner {
   const { books, logger, results } = deps;
   const bodyLimit = graphqlBodyLimit(deps.config);
-  const maxDocumentBytes = deps.config.maxDocumentBytes;
 
   function cached(text: string): Uint8Array<ArrayBuffer> | undefined {
-    let params;
     try {
-      params = readParams(text);
+      return results.lookup(readParams(text), books.list());
     } catch {
-      return undefined; // the app explains what is wrong with it
+      return undefined; // the route explains what is wrong with it
     }
-    if (exceedsUtf8Bytes(params.query, maxDocumentBytes)) return undefined;
-    const key = results.keyOf(params);
-    return key === undefined ? undefined : results.get(key, books.list());
   }
 
   async function answer(request: Request, admission: Admission): Promise<Response> {
@@ -70,20 +66,20 @@ export function withCachedGraphql(
     }
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
     const response = dataResponse(body, type, requestId);
-    logger.request({
+    logHttpAccess(logger, {
       method: "POST",
-      path: "/graphql",
+      path: GRAPHQL_PATH,
+      route: GRAPHQL_PATH,
       status: 200,
-      durationMs: msSince(started),
+      started,
       requestId,
-      traceId: TRACING ? nameHttpSpan("POST", "/graphql", requestId) : undefined,
     });
     return response;
   }
 
   // Every other request passes through synchronously: no promise of this layer around the app's.
   return (request, admission) =>
-    request.method === "POST" && admission.path === "/graphql"
+    request.method === "POST" && admission.path === GRAPHQL_PATH
       ? answer(request, admission)
       : app(request, admission);
 }

@@ -1,6 +1,9 @@
 import { AppError } from "../lib/errors.ts";
 import { readBodyLimited } from "../lib/http/body.ts";
 
+/** Where GraphQL is served: operations by POST, GraphiQL by a browser's GET. */
+export const GRAPHQL_PATH = "/graphql";
+
 /** The response media types of GraphQL-over-HTTP. */
 export type GraphqlMediaType = "application/json" | "application/graphql-response+json";
 

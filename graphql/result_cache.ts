@@ -11,6 +11,11 @@ export interface ResultCache {
     | undefined;
   /** The encoded `{"data":…}` body for `key`, if it was computed against `snapshot`. */
   get(key: string, snapshot: unknown): Uint8Array<ArrayBuffer> | undefined;
+  /** `keyOf` then `get`: the cached body of a request's operation, if any. */
+  lookup(
+    params: { query: string; operationName: string | undefined; variables: object | undefined },
+    snapshot: unknown,
+  ): Uint8Array<ArrayBuffer> | undefined;
   set(key: string, snapshot: unknown, body: Uint8Array<ArrayBuffer>): void;
   /** What the cache holds, by its own accounting. */
   readonly stats: CacheStats;
@@ -38,14 +43,26 @@ export function createResultCache(options: ResultCacheOptions = {}): ResultCache
     options.maxEntries ?? 1000,
     options.maxBytes ?? 4 * 1024 * 1024,
   );
-  return {
-    keyOf({ query, operationName, variables }) {
-      if (variables !== undefined && Object.keys(variables).length > 0) return undefined;
-      return operationName === undefined ? query : `${operationName}\u0000${query}`;
+  function keyOf(
+    { query, operationName, variables }: {
+      query: string;
+      operationName: string | undefined;
+      variables: object | undefined;
     },
-    get(key, snapshot) {
-      const entry = cache.get(key);
-      return entry !== undefined && entry.snapshot === snapshot ? entry.body : undefined;
+  ): string | undefined {
+    if (variables !== undefined && Object.keys(variables).length > 0) return undefined;
+    return operationName === undefined ? query : `${operationName}\u0000${query}`;
+  }
+  function get(key: string, snapshot: unknown): Uint8Array<ArrayBuffer> | undefined {
+    const entry = cache.get(key);
+    return entry !== undefined && entry.snapshot === snapshot ? entry.body : undefined;
+  }
+  return {
+    keyOf,
+    get,
+    lookup(params, snapshot) {
+      const key = keyOf(params);
+      return key === undefined ? undefined : get(key, snapshot);
     },
     set(key, snapshot, body) {
       cache.set(key, { snapshot, body }, ENTRY_BYTES + body.byteLength + stringBytes(key));

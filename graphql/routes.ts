@@ -12,6 +12,7 @@ import {
   acceptsHtml,
   assertJsonRequest,
   exceedsUtf8Bytes,
+  GRAPHQL_PATH,
   graphqlBodyLimit,
   type GraphqlMediaType,
   negotiateGraphqlType,
@@ -66,7 +67,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const encoder = new TextEncoder();
   const bodyLimit = graphqlBodyLimit(config);
 
-  app.post("/graphql", requires("books:read"), async (c) => {
+  app.post(GRAPHQL_PATH, requires("books:read"), async (c) => {
     const accept = c.req.header("accept");
     const negotiated = negotiateGraphqlType(accept);
     const type: GraphqlMediaType = negotiated ?? "application/json";
@@ -121,13 +122,13 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
     }
   });
 
-  app.get("/graphql", requires("public"), (c) => {
+  app.get(GRAPHQL_PATH, requires("public"), (c) => {
     if (new URL(c.req.url).searchParams.has("query")) {
       return requestErrorResponse(
         new AppError(
           "method-not-allowed",
           "GraphQL operations are accepted over POST only (Content-Type: application/json).",
-          { headers: { allow: allowedMethods(app.router, "/graphql").join(", ") } },
+          { headers: { allow: allowedMethods(app.router, GRAPHQL_PATH).join(", ") } },
         ),
         "application/json",
       );

@@ -15,10 +15,34 @@ import { negotiateJson } from "../lib/http/negotiate.ts";
 import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
 import { routeAccess } from "../security/access.ts";
 
+/** Where the catalogue is read, as the routes define it (and the answers in front of them read). */
+export const BOOKS_PATH = "/rest/books";
+/** One book: the template, and the prefix its id follows. */
+export const BOOK_ROUTE = "/api/book/{id}";
+export const BOOK_PATH_PREFIX = "/api/book/";
+
+/**
+ * The answer to a GET of a catalogue representation (the list or one book), the one both the
+ * routes and the answers in front of the router give: the bytes and ETag the store encoded once,
+ * the negotiated `type`, and a 304 when `If-None-Match` matches.
+ */
+export function catalogueAnswer(
+  encoded: { body: Uint8Array<ArrayBuffer>; etag: string },
+  request: { type: string; requestId: string; ifNoneMatch: string | null | undefined },
+): Response {
+  return conditionalJson(encoded.body, {
+    type: request.type,
+    etag: encoded.etag,
+    cacheControl: BOOKS_CACHE_CONTROL,
+    requestId: request.requestId,
+    ifNoneMatch: request.ifNoneMatch,
+  });
+}
+
 const listBooks = createRoute({
   ...routeAccess("books:read"),
   method: "get",
-  path: "/rest/books",
+  path: BOOKS_PATH,
   operationId: "listBooks",
   tags: ["books"],
   summary: "List all books (ascending id)",
@@ -40,7 +64,7 @@ const listBooks = createRoute({
 const getBook = createRoute({
   ...routeAccess("books:read"),
   method: "get",
-  path: "/api/book/{id}",
+  path: BOOK_ROUTE,
   operationId: "getBook",
   tags: ["books"],
   summary: "Get one book",
@@ -60,11 +84,9 @@ const getBook = createRoute({
 /** REST routes of the book catalogue. Bodies are pre-encoded by the store. */
 export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(listBooks, (c) => {
-    const type = negotiateJson(c.req.header("accept"));
-    return preEncoded(conditionalJson(books.listJson(), {
-      type,
-      etag: books.listEtag(),
-      cacheControl: BOOKS_CACHE_CONTROL,
+    const encoded = { body: books.listJson(), etag: books.listEtag() };
+    return preEncoded(catalogueAnswer(encoded, {
+      type: negotiateJson(c.req.header("accept")),
       requestId: c.get("requestId"),
       ifNoneMatch: c.req.header("if-none-match"),
     }));
@@ -73,12 +95,10 @@ export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(getBook, (c) => {
     const { id } = c.req.valid("param");
     const type = negotiateJson(c.req.header("accept"));
-    const json = books.getJson(id);
-    if (json === undefined) throw new AppError("book-not-found", `No book has id ${id}.`);
-    return preEncoded(conditionalJson(json, {
+    const body = books.getJson(id);
+    if (body === undefined) throw new AppError("book-not-found", `No book has id ${id}.`);
+    return preEncoded(catalogueAnswer({ body, etag: books.getEtag(id)! }, {
       type,
-      etag: books.getEtag(id)!,
-      cacheControl: BOOKS_CACHE_CONTROL,
       requestId: c.get("requestId"),
       ifNoneMatch: c.req.header("if-none-match"),
     }));

@@ -1,24 +1,21 @@
-import { type Logger, msSince } from "../lib/log.ts";
+import type { Logger } from "../lib/log.ts";
+import { logHttpAccess } from "../lib/access_log.ts";
 import { requestIdFrom } from "../lib/http/request_id.ts";
 import { ID_PATTERN } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
 import type { Inner } from "../server/handler.ts";
 import { acceptableJson } from "../lib/http/negotiate.ts";
-import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
-import { nameHttpSpan, TRACING } from "../lib/tracing.ts";
-
-const BOOK_PATH = "/api/book/";
+import { BOOK_PATH_PREFIX, BOOK_ROUTE, BOOKS_PATH, catalogueAnswer } from "./books.ts";
 
 /**
  * Answers the successful catalogue reads, `GET /rest/books` and `GET /api/book/{id}` of a book
  * that exists, before the framework sees them, and hands every other request to `app`.
  *
  * Why: these reads are most of the traffic and their bodies are bytes encoded once, so the
- * router, middleware chain and parameter validation were most of their cost (bench: 0.57× and
- * 0.38× of a bare Deno.serve). The answer is the app's own: same body, `Content-Type` from the
- * same negotiation, `Vary`, `X-Request-Id` and the same access-log line. Anything that is not a
- * plain success (HEAD, an unknown id, an unacceptable `Accept`, a malformed id) goes to `app`,
- * so errors are still rendered in one place.
+ * router, middleware chain and parameter validation would be most of their cost. The answer is
+ * the route's own (`catalogueAnswer`, the same negotiation, the same access-log line); anything
+ * that is not a plain success (HEAD, an unknown id, an unacceptable `Accept`, an id spelled in a
+ * way the route's schema refuses) goes to `app`, so errors are still rendered in one place.
  */
 export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Inner): Inner {
   const { books, logger } = deps;
@@ -26,40 +23,33 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: In
     if (request.method !== "GET") return app(request, admission);
     const started = performance.now();
     const path = admission.path;
-    let body: Uint8Array<ArrayBuffer> | undefined;
-    let etag: string | undefined;
-    if (path === "/rest/books") {
-      body = books.listJson();
-      etag = books.listEtag();
-    } else if (path.startsWith(BOOK_PATH)) {
-      const id = path.slice(BOOK_PATH.length);
-      // Only the spelling the route's schema accepts; any other goes to the app.
-      if (ID_PATTERN.test(id)) {
-        body = books.getJson(Number(id));
-        etag = books.getEtag(Number(id));
-      }
+    let encoded: { body: Uint8Array<ArrayBuffer>; etag: string } | undefined;
+    let route: string | undefined;
+    if (path === BOOKS_PATH) {
+      encoded = { body: books.listJson(), etag: books.listEtag() };
+      route = BOOKS_PATH;
+    } else if (path.startsWith(BOOK_PATH_PREFIX)) {
+      const id = path.slice(BOOK_PATH_PREFIX.length);
+      const body = ID_PATTERN.test(id) ? books.getJson(Number(id)) : undefined;
+      if (body !== undefined) encoded = { body, etag: books.getEtag(Number(id))! };
+      route = BOOK_ROUTE;
     }
-    if (body === undefined || etag === undefined) return app(request, admission);
+    if (encoded === undefined) return app(request, admission);
     const type = acceptableJson(request.headers.get("accept"));
     if (type === undefined) return app(request, admission);
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
-    // The ETags were computed once with the catalogue; If-None-Match makes it a 304.
-    const response = conditionalJson(body, {
+    const response = catalogueAnswer(encoded, {
       type,
-      etag,
-      cacheControl: BOOKS_CACHE_CONTROL,
       requestId,
       ifNoneMatch: request.headers.get("if-none-match"),
     });
-    logger.request({
+    logHttpAccess(logger, {
       method: "GET",
       path,
+      route,
       status: response.status,
-      durationMs: msSince(started),
+      started,
       requestId,
-      traceId: TRACING
-        ? nameHttpSpan("GET", path === "/rest/books" ? path : "/api/book/{id}", requestId)
-        : undefined,
     });
     return response;
   };

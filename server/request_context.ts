@@ -1,7 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { ANONYMOUS } from "../security/caller.ts";
 import { AppError } from "../lib/errors.ts";
-import { type Logger, msSince } from "../lib/log.ts";
+import type { Logger } from "../lib/log.ts";
+import { logHttpAccess } from "../lib/access_log.ts";
 import { requestIdFrom } from "../lib/http/request_id.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import {
@@ -12,7 +13,7 @@ import {
   readBodyLimited,
 } from "../lib/http/body.ts";
 import { matchedRoutes } from "hono/route";
-import { nameHttpSpan, routeTemplate, TRACING } from "../lib/tracing.ts";
+import { routeTemplate, TRACING } from "../lib/tracing.ts";
 
 /**
  * Sets `X-Request-Id` on every response (the client's when well-formed, else a new UUID) and
@@ -33,13 +34,13 @@ export function requestContext(logger: Logger): MiddlewareHandler<AppEnv> {
     if (!c.res.headers.has("x-content-type-options")) {
       c.res.headers.set("x-content-type-options", "nosniff");
     }
-    logger.request({
+    logHttpAccess(logger, {
       method: c.req.method,
       path: c.req.path,
+      route: TRACING ? routeOf(c) : undefined,
       status: c.res.status,
-      durationMs: msSince(started),
+      started,
       requestId,
-      traceId: TRACING ? nameHttpSpan(c.req.method, routeOf(c), requestId) : undefined,
     });
   };
 }

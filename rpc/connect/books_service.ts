@@ -1,4 +1,5 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { encodeEnvelope } from "@connectrpc/connect/protocol";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Book } from "../../lib/schemas.ts";
 import type { BookStore } from "../../store/books.ts";
@@ -15,17 +16,34 @@ export function booksResponse(books: readonly Book[]): BooksResponse {
   });
 }
 
-/**
- * `books.v1.BooksService` over the store. The catalogue is loaded once and never changes while
- * the process runs, so the response message is built once per catalogue array, not per call.
- */
+/** The answer to `books` for one catalogue snapshot: the message, and its encoded gRPC frame. */
+export interface BooksAnswer {
+  message: BooksResponse;
+  /** The message encoded and enveloped (uncompressed), as a gRPC response body carries it. */
+  frame(): Uint8Array<ArrayBuffer>;
+}
+
+// The store's snapshot is a frozen array that never changes while the process runs: the answer
+// is built once per snapshot, for Connect's handler and the listener's fast path alike.
+const answers = new WeakMap<readonly Book[], BooksAnswer>();
+
+/** The answer to `books` for the store's current catalogue. */
+export function booksAnswer(store: BookStore): BooksAnswer {
+  const source = store.list();
+  let answer = answers.get(source);
+  if (answer === undefined) {
+    const message = booksResponse(source);
+    let frame: Uint8Array<ArrayBuffer> | undefined;
+    answer = {
+      message,
+      frame: () => (frame ??= encodeEnvelope(0, toBinary(BooksResponseSchema, message))),
+    };
+    answers.set(source, answer);
+  }
+  return answer;
+}
+
+/** `books.v1.BooksService` over the store. */
 export function booksService(store: BookStore): ServiceImpl<typeof BooksService> {
-  let cached: { source: readonly Book[]; response: BooksResponse } | undefined;
-  return {
-    books() {
-      const source = store.list();
-      if (cached?.source !== source) cached = { source, response: booksResponse(source) };
-      return cached.response;
-    },
-  };
+  return { books: () => booksAnswer(store).message };
 }

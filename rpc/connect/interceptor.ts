@@ -1,5 +1,6 @@
 import { Code, type ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
-import { type Logger, msSince } from "../../lib/log.ts";
+import type { Logger } from "../../lib/log.ts";
+import { logRpcAccess } from "../../lib/access_log.ts";
 import { requestIdFrom } from "../../lib/http/request_id.ts";
 import { toConnectError } from "./errors.ts";
 import type { Decision } from "../../security/gate.ts";
@@ -45,13 +46,7 @@ export function serverInterceptor(options: { logger: Logger; accessLog: boolean 
     const done = (code: Code | undefined) => {
       span?.end({ code: code ?? 0 });
       if (!accessLog) return;
-      logger.info("rpc", {
-        procedure,
-        code: code === undefined ? "ok" : Code[code],
-        durationMs: msSince(started),
-        requestId,
-        traceId: span?.traceId,
-      });
+      logRpcAccess(logger, { procedure, code, started, requestId, traceId: span?.traceId });
     };
     const fail = (error: unknown): ConnectError => {
       const connectError = toConnectError(error, { logger, requestId, procedure });

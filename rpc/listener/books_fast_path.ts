@@ -1,12 +1,12 @@
 import type http2 from "node:http2";
 import { Buffer } from "node:buffer";
-import { toBinary } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { type Logger, msSince } from "../../lib/log.ts";
+import type { Logger } from "../../lib/log.ts";
+import { logRpcAccess } from "../../lib/access_log.ts";
 import type { BookStore } from "../../store/books.ts";
-import { booksResponse } from "../connect/books_service.ts";
-import { BooksResponseSchema, BooksService } from "../gen/books/v1/books_pb.ts";
+import { booksAnswer } from "../connect/books_service.ts";
+import { BooksService } from "../gen/books/v1/books_pb.ts";
 import { requestIdFrom } from "../../lib/http/request_id.ts";
 import { requestIdKey } from "../connect/interceptor.ts";
 import { MAX_MESSAGE_BYTES } from "../connect/router.ts";
@@ -48,25 +48,11 @@ export function booksFastPath(deps: {
   headersOf?: (stream: http2.ServerHttp2Stream) => Record<string, string> | undefined;
 }): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
   const { books, logger } = deps;
-  let cached: { source: unknown; frame: Buffer } | undefined;
-
-  function frame(): Buffer {
-    const source = books.list();
-    if (cached?.source !== source) {
-      const message = toBinary(BooksResponseSchema, booksResponse(source));
-      const framed = Buffer.alloc(5 + message.byteLength);
-      framed.writeUInt32BE(message.byteLength, 1);
-      framed.set(message, 5);
-      cached = { source, frame: framed };
-    }
-    return cached.frame;
-  }
-
   // A catalogue that cannot be read fails the call in Connect's handler, where every error is
   // rendered and logged as for any other method.
-  function tryFrame(): Buffer | undefined {
+  function tryFrame(): Uint8Array | undefined {
     try {
-      return frame();
+      return booksAnswer(books).frame();
     } catch {
       return undefined;
     }
@@ -74,7 +60,7 @@ export function booksFastPath(deps: {
 
   function answer(
     stream: http2.ServerHttp2Stream,
-    body: Buffer,
+    body: Uint8Array,
     requestId: string,
     started: number,
     headers: http2.IncomingHttpHeaders,
@@ -96,10 +82,10 @@ export function booksFastPath(deps: {
       })
       : undefined;
     span?.end({ code: 0 });
-    logger.info("rpc", {
+    logRpcAccess(logger, {
       procedure: PROCEDURE,
-      code: "ok",
-      durationMs: msSince(started),
+      code: undefined,
+      started,
       requestId,
       traceId: span?.traceId,
     });
