@@ -1,5 +1,5 @@
 import { execute } from "graphql";
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { type GraphqlConfig, loadConfig } from "../lib/config.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
@@ -67,7 +67,11 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const encoder = new TextEncoder();
   const bodyLimit = graphqlBodyLimit(config);
 
-  app.post(GRAPHQL_PATH, requires("books:read"), async (c) => {
+  // The gate's refusal of an operation is a GraphQL response with the error's code.
+  const refuse = (c: Context, error: AppError) =>
+    requestErrorResponse(error, negotiateGraphqlType(c.req.header("accept")) ?? "application/json");
+
+  app.post(GRAPHQL_PATH, requires("books:read", refuse), async (c) => {
     const accept = c.req.header("accept");
     const negotiated = negotiateGraphqlType(accept);
     const type: GraphqlMediaType = negotiated ?? "application/json";

@@ -18,18 +18,14 @@ import {
   errorResponse,
   IdParamSchema,
 } from "../lib/schemas.ts";
+import { byReference } from "./json_body.ts";
 
 /** The routes of the address book as OpenAPI operations (validation and documentation). */
 
 // Every type lib/http/body.ts JSON_BODY_TYPES names is declared, so the route's media-type gate
-// accepts what the edge's body guard accepted. zod-openapi adds one body validator per zod
-// schema, whatever the request's type; the vendor types name the same schema by reference so the
-// body is validated once, not three times.
-// The cast keeps zod-openapi's input types, which need every entry to be zod, while at run time
-// the reference is documentation only.
-const ADDRESS_INPUT_REF = {
-  $ref: "#/components/schemas/AddressInput",
-} as unknown as typeof AddressInputSchema;
+// accepts what the body guard accepted; the vendor types name the schema by reference
+// (routes/json_body.ts).
+const ADDRESS_INPUT_REF = byReference("AddressInput", AddressInputSchema);
 const jsonBody = {
   required: true,
   description: `\`application/json\` or \`${VENDOR_JSON}\` is version 1; \`${VENDOR_JSON_V2}\` ` +

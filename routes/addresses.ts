@@ -12,6 +12,7 @@ import type { Address } from "../lib/schemas.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
+import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
 import {
   createAddress,
   CreateHeaderSchema,
@@ -68,18 +69,15 @@ function idempotencyKeyOf(value: string | undefined): string | undefined {
 }
 
 /** REST routes of the address book. Every call acts for the caller's owner (security/caller.ts). */
-export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>): void {
-  // zod-openapi validates a route's header schema on a copy of every request header; on the
-  // busiest write the one header is read and checked here instead, against the same schema.
-  // The route is documented whole; the validators it gets are those of its body.
-  const { middleware: _marker, ...documented } = createAddress;
-  app.openAPIRegistry.registerPath(documented);
-  const createBody = {
-    ...createAddress,
-    hide: true,
-    request: { body: createAddress.request.body },
-  };
-  app.openapi(createBody, async (c) => {
+export function addressRoutes(
+  addresses: AddressStore,
+  app: OpenAPIHono<AppEnv>,
+  options: { maxBodyBytes: number },
+): void {
+  // "/addresses/*" also matches "/addresses" itself.
+  app.use("/addresses/*", jsonObjectBody(options.maxBodyBytes));
+  // The busiest write checks its one header itself (routes/json_body.ts).
+  app.openapi(bodyValidatedOnly(app.openAPIRegistry, createAddress), async (c) => {
     const type = writeType(c);
     const key = idempotencyKeyOf(c.req.header("idempotency-key"));
     const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"), key);

@@ -1,4 +1,5 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppError } from "../lib/errors.ts";
 
 /** Scopes a token may grant (design.md, "Authentication and ownership"). */
 export type Scope = "books:read" | "addresses:read" | "addresses:write";
@@ -14,22 +15,37 @@ export type Scope = "books:read" | "addresses:read" | "addresses:write";
  */
 export type Access = "probe" | "public" | Scope | "authenticated";
 
+/**
+ * How a route's protocol answers a call the gate refused (GraphQL's `errors`, Connect's error in
+ * the client's protocol). Without one the refusal is the REST error body.
+ */
+export type Refuse = (c: Context, error: AppError) => Response | Promise<Response>;
+
 /** A route's declaration: a Hono handler that does nothing but carry the access. */
-export type AccessMarker = MiddlewareHandler & { readonly access: Access };
+export type AccessMarker = MiddlewareHandler & {
+  readonly access: Access;
+  readonly refuse: Refuse | undefined;
+};
 
 /** The access a handler declares, if it is a marker. */
 export function accessOf(handler: unknown): Access | undefined {
-  return typeof handler === "function" ? (handler as Partial<AccessMarker>).access : undefined;
+  return markerOf(handler)?.access;
+}
+
+/** The handler as a marker, if it is one. */
+export function markerOf(handler: unknown): AccessMarker | undefined {
+  return typeof handler === "function" && "access" in handler ? handler as AccessMarker : undefined;
 }
 
 /**
  * The declaration placed in a route's handler chain (`app.get(path, requires("public"), …)`).
  * The gate finds it by asking the app's router which route answers a request, so what the gate
- * decides on and what the router dispatches are the same route. It costs one `next()`.
+ * decides on and what the router dispatches are the same route; a refusal is answered by the
+ * route's `refuse`, so each protocol renders its own. It costs one `next()`.
  */
-export function requires(access: Exclude<Access, "authenticated">): AccessMarker {
+export function requires(access: Exclude<Access, "authenticated">, refuse?: Refuse): AccessMarker {
   const marker: MiddlewareHandler = (_c, next) => next();
-  return Object.assign(marker, { access });
+  return Object.assign(marker, { access, refuse });
 }
 
 /**

@@ -12,14 +12,14 @@ import { docsRoutes } from "../routes/docs.ts";
 import { homeRoutes } from "../routes/home.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import { healthRoutes } from "../routes/health.ts";
-import { jsonObjectBody, requestContext } from "./request_context.ts";
+import { requestContext } from "./request_context.ts";
 import { allowedMethods } from "../security/route_access.ts";
 import { canonicalPath, rawPathOf } from "../security/target.ts";
 import { MERGE_PATCH_JSON } from "../lib/http/body.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
 import { registerSharedResponses } from "../lib/http/openapi.ts";
 import { corsMiddleware } from "./cors.ts";
-import { gateMiddleware } from "./entry.ts";
+import { gateMiddleware } from "./gate_middleware.ts";
 import { pageHeaders } from "./secure_headers.ts";
 import { rpcRoutes } from "../rpc/connect/http_routes.ts";
 import { requires } from "../security/access.ts";
@@ -69,12 +69,11 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.use("*", gateMiddleware());
   app.use("*", pageHeaders());
   // "/addresses/*" also matches "/addresses" itself.
-  app.use("/addresses/*", jsonObjectBody(deps.maxBodyBytes));
 
   booksRoutes(deps.store.books, app);
   // Before the address routes: `/addresses/export` must not be taken for `/addresses/{id}`.
   ownerDataRoutes(deps.store.addresses, app);
-  addressRoutes(deps.store.addresses, app);
+  addressRoutes(deps.store.addresses, app, { maxBodyBytes: deps.maxBodyBytes });
   healthRoutes({
     store: deps.store,
     isShuttingDown: deps.isShuttingDown ?? (() => false),
@@ -147,9 +146,6 @@ function pathOf(request: Request): string {
 }
 
 function routeNotFound(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>, base: string): Response {
-  // A refusal handed on for a route to render (RPC) must not turn into a 404 when none runs.
-  const refusal = c.get("refusal");
-  if (refusal !== undefined) return renderAppError(c, refusal, base);
   const allow = allowedMethods(app.router, c.req.path);
   if (allow.length === 0) {
     return renderAppError(

@@ -3,7 +3,8 @@ import { userMessage } from "../lib/errors.ts";
 import { createLogger } from "../lib/log.ts";
 import { helpUrl } from "./render_error.ts";
 import type { Handler } from "./handler.ts";
-import { kvLabel, openEdge } from "./run.ts";
+import { openEdge } from "./compose.ts";
+import { kvLabel } from "../store/kv/label.ts";
 
 /** The edge as a `fetch` that a host calls: `deno serve`, `deno serve --parallel`, Deno Deploy. */
 export interface ServedEdge {

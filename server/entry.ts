@@ -1,18 +1,11 @@
-import type { MiddlewareHandler } from "hono";
 import type { Router } from "hono/router";
 import type { Decision, Gate } from "../security/gate.ts";
-import type { AppEnv } from "../lib/http/hono_env.ts";
 import { AppError } from "../lib/errors.ts";
 import { canonicalPath, rawPathOf } from "../security/target.ts";
-import { negotiateGraphqlType } from "../graphql/over_http.ts";
-import { requestErrorResponse } from "../graphql/responses.ts";
 import type { Admission } from "../security/admission.ts";
 import type { Handler, Inner } from "./handler.ts";
 import { accessFor } from "../security/route_access.ts";
-
-// Connect and gRPC-Web calls on the HTTP port: a refusal is rendered by Connect itself (the
-// route's interceptor), in the protocol the client speaks.
-const RPC_PREFIX = "/books.v1.";
+import { addMissingHeaders } from "../lib/http/response_headers.ts";
 
 /** The entry's refusal of a target that is not canonical (design.md, "One request, one view"). */
 function notCanonical(path: string): Decision {
@@ -31,7 +24,8 @@ function notCanonical(path: string): Decision {
  * (else 400), then the gate (when configured) decides from what the route that will answer
  * declares, found by asking the app's own router with that same canonical path. An admitted
  * request goes to `front` (the answers in front of the router, then the app); a refused one
- * goes straight to `app`, whose gate middleware renders the refusal in the protocol of the path.
+ * goes straight to `app`, where the route that would have answered renders the refusal in its
+ * protocol (server/gate_middleware.ts).
  * With CORS on, a request carrying `Origin` also goes to `app`, whose CORS middleware adds the
  * headers (browsers' cross-origin calls are not the hot path).
  */
@@ -77,40 +71,6 @@ export function httpEntry(
 
 /** Adds the gate's headers (RateLimit) unless the app already did (requests it answered). */
 function withHeaders(response: Response, headers: Record<string, string>): Response {
-  if (!response.headers.has("ratelimit")) {
-    for (const name in headers) response.headers.set(name, headers[name]!);
-  }
+  addMissingHeaders(response.headers, headers);
   return response;
-}
-
-/**
- * The app's side of the entry: sets the caller the gate decided, adds its RateLimit headers to
- * the answer, and renders a refusal per protocol: GraphQL's `errors` with `extensions.code` on
- * `/graphql`, Connect's own rendering for RPC paths (through the `refusal` variable), the REST
- * error body everywhere else. It runs before any route, so a refused request reaches none.
- */
-export function gateMiddleware(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const decision = c.env?.decision;
-    if (decision === undefined) return next();
-    if (!decision.ok) {
-      const error = decision.error;
-      const path = c.req.path;
-      if (path === "/graphql" && c.req.method === "POST") {
-        const type = negotiateGraphqlType(c.req.header("accept")) ?? "application/json";
-        return requestErrorResponse(error, type);
-      }
-      if (path.startsWith(RPC_PREFIX) && (c.req.method === "POST" || c.req.method === "GET")) {
-        c.set("refusal", error);
-        return next();
-      }
-      throw error;
-    }
-    c.set("caller", decision.caller);
-    await next();
-    const headers = decision.headers;
-    if (headers !== undefined) {
-      for (const name in headers) c.res.headers.set(name, headers[name]!);
-    }
-  };
 }

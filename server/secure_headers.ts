@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../lib/http/hono_env.ts";
+import { addMissingHeaders } from "../lib/http/response_headers.ts";
 
 /**
  * The policy of every HTML page (GraphiQL, /docs): only this server's own scripts, styles and
@@ -28,9 +29,9 @@ export function pageHeaders(): MiddlewareHandler<AppEnv> {
     await next();
     const type = c.res.headers.get("content-type");
     if (type === null || !type.startsWith("text/html")) return;
-    if (!c.res.headers.has("content-security-policy")) {
-      c.res.headers.set("content-security-policy", PAGE_CSP);
-    }
-    c.res.headers.set("referrer-policy", "no-referrer");
+    addMissingHeaders(c.res.headers, {
+      "content-security-policy": PAGE_CSP,
+      "referrer-policy": "no-referrer",
+    });
   };
 }

@@ -6,7 +6,7 @@
  */
 import { loadConfig } from "../lib/config.ts";
 import { createLogger } from "../lib/log.ts";
-import { openEdge } from "../server/run.ts";
+import { openEdge } from "../server/compose.ts";
 
 /** The served `/openapi.json`, as text. */
 export async function servedOpenApiText(): Promise<string> {

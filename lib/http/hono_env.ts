@@ -1,6 +1,5 @@
 import type { Admission } from "../../security/admission.ts";
 import type { Caller } from "../../security/caller.ts";
-import type { AppError } from "../errors.ts";
 
 /** Hono environment shared by every route: per-request variables set by middleware. */
 export interface AppEnv {
@@ -8,10 +7,8 @@ export interface AppEnv {
   Bindings: Admission | undefined;
   Variables: {
     requestId: string;
-    /** Who is calling (set by the edge before any route runs). */
+    /** Who is calling (set by the gate middleware before any route runs). */
     caller: Caller;
-    /** The gate's refusal of an RPC call, rendered by Connect in the client's protocol. */
-    refusal: AppError | undefined;
   };
 }
 

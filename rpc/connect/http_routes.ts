@@ -1,9 +1,9 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { createConnectRouter, createContextValues } from "@connectrpc/connect";
 import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import { AppError } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
-import type { Decision } from "../../security/gate.ts";
 import type { AppEnv } from "../../lib/http/hono_env.ts";
 import type { BookStore } from "../../store/books.ts";
 import { gateKey, requestIdKey } from "./interceptor.ts";
@@ -33,7 +33,9 @@ export function rpcRoutes(
     if (access === "authenticated") {
       throw new Error(`no access declared for ${handler.requestPath}`);
     }
-    app.on(handler.allowedMethods, handler.requestPath, requires(access), async (c) => {
+    // Connect renders the gate's refusal in the protocol the client speaks (the interceptor
+    // fails the call with it).
+    const serve = async (c: Context<AppEnv>, refusal?: AppError) => {
       const request = c.req.raw;
       // Built by hand rather than with Connect's universalServerRequestFromFetch: that one reads
       // `request.signal`, which Deno.serve aborts after every successful response (with a
@@ -47,17 +49,13 @@ export function rpcRoutes(
         signal: disconnectSignal(c.env?.info),
         contextValues: createContextValues()
           .set(requestIdKey, c.get("requestId"))
-          .set(gateKey, refusalOf(c.get("refusal"))),
+          .set(gateKey, refusal === undefined ? undefined : { ok: false, error: refusal }),
       });
       if (response.body === undefined) refuseBare(response.status, request);
       return universalServerResponseToFetch(response);
-    });
+    };
+    app.on(handler.allowedMethods, handler.requestPath, requires(access, serve), (c) => serve(c));
   }
-}
-
-/** The edge's refusal as the gate decision the interceptor reads (the edge sets admitted headers). */
-function refusalOf(error: AppError | undefined): Decision | undefined {
-  return error === undefined ? undefined : { ok: false, error };
 }
 
 /**
