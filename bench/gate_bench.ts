@@ -1,6 +1,6 @@
 /**
  * Cost of the gate per request, without the network: `deno bench bench/gate_bench.ts`.
- * Not part of `deno task bench` (which measures whole servers); see README, "Security".
+ * Not part of `deno task bench` (which measures whole servers); see docs/bench.md, "The gate's cost".
  */
 import { jwtVerify } from "jose";
 import { createVerifier } from "../security/verifier.ts";

@@ -36,9 +36,9 @@ const BYTES_PER_TOKEN = 256;
 const BYTES_PER_ENTRY = 1536;
 
 /**
- * The document cache: an LRU bounded by entries and by bytes. Counting tokens alone let a
- * document padded with whitespace (few tokens, 64 KiB of text) weigh almost nothing, so unique
- * padded queries grew memory by their text; the text is counted now.
+ * The document cache: an LRU bounded by entries and by bytes, the text included. Counting
+ * tokens alone would let a document padded with whitespace (few tokens, 64 KiB of text) weigh
+ * almost nothing, so unique padded queries could grow memory by their text unbounded.
  */
 export function createDocumentCache(options: PrepareCacheOptions = {}): DocumentCache {
   return createLru<Prepared>(

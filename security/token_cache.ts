@@ -15,8 +15,8 @@ export interface TokenCacheOptions {
 }
 
 /**
- * A token (up to 8 KiB) outweighs its identity, so counting entries alone let large tokens grow
- * the cache to tens of MiB; it is bounded by the bytes it holds too. Oldest first out (a Map
+ * A token (up to 8 KiB) outweighs its identity, so counting entries alone would let large tokens
+ * grow the cache to tens of MiB; it is bounded by the bytes it holds too. Oldest first out (a Map
  * keeps insertion order): entries expire within a minute anyway, so recency buys little here.
  */
 export function createTokenCache<V>(options: TokenCacheOptions = {}): TokenCache<V> {

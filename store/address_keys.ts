@@ -3,8 +3,8 @@ import type { Address } from "../lib/schemas.ts";
 import { ANONYMOUS_OWNER } from "../security/caller.ts";
 
 /**
- * The address book's KV layout, in one place (layout 2; store/layout/layout.ts has the version key and
- * docs/storage.md the history).
+ * The address book's KV layout, in one place (layout 2; store/layout/layout.ts has the version key,
+ * docs/operations.md the layouts' history and docs/storage.md why the keys are so).
  *
  * - `["addresses", id]` → `AddressRecord`: the address with its owner. One read answers both
  *   "which address has this id" and "is this id held by anyone" (ids are global, owners are not).

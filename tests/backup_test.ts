@@ -346,8 +346,8 @@ Deno.test("kill -9 in the middle of deno task import, then again: the same KV as
   }
 });
 
-// The default suite moves a few thousand addresses; BACKUP_SIZE=100000 is the size the README
-// states a time for (run it on its own: it takes a while).
+// The default suite moves a few thousand addresses; BACKUP_SIZE=100000 is the size
+// docs/operations.md states a time for (run it on its own: it takes a while).
 const SIZE = Number(Deno.env.get("BACKUP_SIZE") ?? 5_000);
 
 Deno.test(`${SIZE} addresses: deno task export, then deno task import into a fresh KV, the same data`, async () => {

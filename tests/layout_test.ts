@@ -36,7 +36,7 @@ async function refusedStart(env: Record<string, string>): Promise<{ code: number
     stdout: "piped",
     stderr: "piped",
   }).output();
-  // Deno's own warning about the default export (README, Running anywhere) is not ours.
+  // Deno's own warning about the default export (docs/running.md) is not ours.
   const lines = new TextDecoder().decode(out.stderr).split("\n")
     .filter((l) => l !== "" && !l.startsWith("warning: Detected export default"));
   assert.equal(lines.length, 1, lines.join("\n"));

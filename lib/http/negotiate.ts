@@ -58,7 +58,8 @@ export function isVersion2(
 
 /**
  * The response type of an address request: version 2 answers carry the v2 type (unless `Accept`
- * rules it out and allows plain JSON), version 1 answers are negotiated as before.
+ * rules it out and allows plain JSON), version 1 answers are negotiated
+ * as for any JSON resource (`negotiateJson`).
  */
 export function addressResponseType(
   accept: string | undefined | null,

@@ -20,7 +20,7 @@ const GRPC_UNIT_MS = new Map([
  *
  * Why: gRPC allows `grpc-timeout` up to 99,999,999 hours and Connect `connect-timeout-ms` up to
  * ten digits; Connect-ES arms a timer for the whole timeout, and a timer past 2^31 − 1 ms fires
- * after 1 ms (TimeoutOverflowWarning), so such a call ended DEADLINE_EXCEEDED after 1 ms: a
+ * after 1 ms (TimeoutOverflowWarning), so such a call would end DEADLINE_EXCEEDED after 1 ms: a
  * stream such as Health.Watch at once, a unary call whenever it took longer than that.
  */
 export function withLongTimeoutsUnbounded(

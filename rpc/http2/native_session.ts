@@ -33,13 +33,14 @@ export function nativeSession(session: http2.ServerHttp2Session): NativeSession 
  * once per frame as it is produced.
  *
  * Why: Deno 2.9.6's node:http2 writes to the socket every time a stream responds, ends or sends
- * trailers: three writes (three system calls) per unary gRPC call, 40% of the CPU of a bare
- * server under 8 × 16 multiplexed load. Collected per turn and written corked (one writev),
- * the frames of all calls answered in that turn leave together.
+ * trailers: three writes (three system calls) per unary gRPC call, a large share of a bare
+ * server's CPU under multiplexed load (docs/bench.md). Collected per turn and written corked
+ * (one writev), the frames of all calls answered in that turn leave together.
  *
  * What must stay immediate stays so: the polyfill asks `hasPendingData()` right after feeding
  * received bytes to decide whether the connection is finished, so that question first sends
- * whatever is pending (SETTINGS and PING acknowledgements, window updates), exactly as before.
+ * whatever is pending (SETTINGS and PING acknowledgements, window updates), as it would without
+ * coalescing.
  */
 export function coalesceWrites(session: http2.ServerHttp2Session, native: NativeSession): void {
   const send = native.sendPending;

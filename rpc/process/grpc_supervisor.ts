@@ -21,12 +21,12 @@ const STOP_TIMEOUT_MS = 15_000;
 const LISTENING = '"msg":"grpc listening"';
 const MAX_RESTART_DELAY_MS = 5_000;
 const HEALTHY_AFTER_MS = 30_000;
-// The child's V8 heap. Under multiplexed load (8 connections x 16 streams) V8's defaults let
-// the young generation grow to 3 x 16 MiB and the old one to several times the live data
-// (per-call objects promoted while their calls are in flight wait for a major GC): the child's
-// peak RSS went from about 75 MiB idle to 230-380 MiB. With 8 MiB semi-spaces and the heap
-// growing by 20% before the next major GC it stayed at 120 MiB, for a GC share of the CPU
-// profile between V8's default and that of smaller semi-spaces (docs/bench.md).
+// The child's V8 heap. Under multiplexed load V8's defaults let the young generation grow to
+// 3 x 16 MiB and the old one to several times the live data (per-call objects promoted while
+// their calls are in flight wait for a major GC), so the child's memory grows to a multiple of
+// its idle size. Smaller semi-spaces and less heap growth before the next major GC keep it near
+// its idle size; semi-spaces smaller than these would spend more CPU in GC (measurements:
+// docs/bench.md, "gRPC under multiplexed load").
 const CHILD_V8_FLAGS = "--v8-flags=--max-semi-space-size=8,--heap-growing-percent=20";
 
 interface Child {

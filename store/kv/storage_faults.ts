@@ -4,7 +4,7 @@ import { AppError } from "../../lib/errors.ts";
 export const STORAGE_RETRY_AFTER_S = 5;
 
 // SQLite's messages (as Deno KV passes them on) and the operating system's errors beneath them.
-// None of these goes away by retrying at once, unlike "database is locked" (kv_retry.ts).
+// None of these goes away by retrying at once, unlike "database is locked" (retry.ts).
 const FAULTS: [RegExp, string][] = [
   [/database or disk is full|SQLITE_FULL|no space left|ENOSPC|os error 28\b/i, "disk full"],
   [/file too large|EFBIG|os error 27\b/i, "file size limit reached"],

@@ -35,10 +35,10 @@ export interface StorageOptions {
 export const PROBE_KEY: Deno.KvKey = ["health", "write-probe"];
 
 /**
- * Wraps the KV handle the store will use (kv_guard.ts) and watches what readiness needs: whether
+ * Wraps the KV handle the store will use (guard.ts) and watches what readiness needs: whether
  * writes work (a fault starts an episode that the next successful write ends; while it lasts a
  * probe write runs every tick, so readiness recovers with no client writing) and, for a KV file,
- * whether the path still names the file opened (kv_identity.ts).
+ * whether the path still names the file opened (identity.ts).
  */
 export async function guardStorage(
   kv: Deno.Kv,

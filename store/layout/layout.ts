@@ -3,7 +3,8 @@ import { AppError } from "../../lib/errors.ts";
 import { withKvRetry } from "../kv/retry.ts";
 
 /**
- * The KV layout version (docs/storage.md). `["meta", "layout"]` → `LayoutValue`.
+ * The KV layout version (docs/operations.md, "Storage layouts").
+ * `["meta", "layout"]` → `LayoutValue`.
  *
  * A KV without that key is unversioned: when it holds no key at all it is fresh and is
  * initialised at `CURRENT_LAYOUT` (no migration); when it holds any key it was written by a
