@@ -50,8 +50,8 @@ export interface GraphqlDeps {
  * the document size check, then either a cached result (variable-free operations, per catalogue
  * snapshot: result_cache.ts) or a cached parse-and-validate (prepare.ts) plus execution.
  *
- * Why not `@hono/graphql-server` (0.7.0) in the request path: it parses and validates every
- * request (no hook to reuse a cached document, which the benchmark target needs), matches
+ * Why not `@hono/graphql-server` in the request path: it parses and validates every request
+ * (no hook to reuse a cached document, which keeps repeated queries cheap), matches
  * `Content-Type` exactly (so `application/json; charset=utf-8` reads as an empty body), never
  * answers `application/graphql-response+json`, answers 400 for validation errors under
  * `application/json` and 500 for a response without data (GraphQL-over-HTTP says 200),

@@ -28,8 +28,8 @@ const EMPTY_ENVELOPE = Buffer.alloc(5);
  * Answers unary gRPC `books` calls straight on the HTTP/2 stream, with the framed response
  * encoded once per catalogue.
  *
- * Why: through the compatibility API and Connect's streaming pipeline a call cost about 400 µs
- * of CPU on Deno, most of it per-call objects (request/response wrappers, an AbortSignal,
+ * Why: through the compatibility API and Connect's streaming pipeline most of a call's CPU on
+ * Deno goes to per-call objects (request/response wrappers, an AbortSignal,
  * async iterables) for a call whose answer never changes. This path does the work a call
  * needs: read the request, check it, write the frame, headers and trailers, log one `rpc` line.
  *
