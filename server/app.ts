@@ -25,8 +25,7 @@ import { rpcRoutes } from "../rpc/connect/http_routes.ts";
 import { requires } from "../security/access.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
-import type { ResultCache } from "../graphql/result_cache.ts";
-import type { DocumentCache } from "../graphql/prepare.ts";
+import type { GraphqlCaches } from "../graphql/caches.ts";
 
 /** What the HTTP app needs from the process. */
 export interface AppDeps {
@@ -42,10 +41,8 @@ export interface AppDeps {
   storage?: StorageHealth | undefined;
   /** GraphQL limits (the `GRAPHQL_*` defaults when omitted). */
   graphql?: GraphqlConfig;
-  /** GraphQL's result cache, when something in front of the app answers from it too. */
-  graphqlResults?: ResultCache;
-  /** GraphQL's parsed-document cache, when the process reports what it holds. */
-  graphqlDocuments?: DocumentCache;
+  /** GraphQL's caches, when something in front of the app answers from them too. */
+  graphqlCaches?: GraphqlCaches;
   /** `CORS_ORIGINS`; no CORS headers when undefined. */
   corsOrigins?: "*" | string[] | undefined;
   /** `PUBLIC_URL` without its trailing slash; links in error bodies are relative without it. */
@@ -87,8 +84,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     books: deps.store.books,
     logger: deps.logger,
     config: deps.graphql,
-    results: deps.graphqlResults,
-    documents: deps.graphqlDocuments,
+    results: deps.graphqlCaches?.results,
+    documents: deps.graphqlCaches?.documents,
   });
   rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
 

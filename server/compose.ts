@@ -7,9 +7,7 @@ import { httpEntry } from "./entry.ts";
 import { withVaryOrigin } from "./cors.ts";
 import { withHotReads } from "../routes/books_front.ts";
 import { withCachedGraphql } from "../graphql/cached_front.ts";
-import { createResultCache } from "../graphql/result_cache.ts";
-import { createDocumentCache } from "../graphql/prepare.ts";
-import { byteStats } from "../graphql/lru.ts";
+import { createGraphqlCaches } from "../graphql/caches.ts";
 import { type Gate, openGate } from "../security/gate.ts";
 import type { Identity } from "../security/verifier.ts";
 import { createTokenCache } from "../security/token_cache.ts";
@@ -69,8 +67,7 @@ export async function openEdge(
       hint: "set AUTH_JWT_SECRET, AUTH_JWKS_FILE or AUTH_JWKS_URL",
     });
   }
-  const graphqlResults = createResultCache();
-  const graphqlDocuments = createDocumentCache();
+  const graphqlCaches = createGraphqlCaches();
   const app = createApp({
     store,
     logger,
@@ -79,8 +76,7 @@ export async function openEdge(
     isListening: state.isListening,
     storage,
     graphql: config.graphql,
-    graphqlResults,
-    graphqlDocuments,
+    graphqlCaches,
     corsOrigins: config.corsOrigins,
     publicUrl: config.publicUrl,
   });
@@ -89,7 +85,7 @@ export async function openEdge(
   const front = withHotReads(
     { books, logger },
     withCachedGraphql(
-      { books, logger, results: graphqlResults, config: config.graphql },
+      { books, logger, results: graphqlCaches.results, config: config.graphql },
       appFetch,
     ),
   );
@@ -98,8 +94,8 @@ export async function openEdge(
   // Decided once: only with CORS on does every answer say that it varies by Origin.
   const handler = cors ? withVaryOrigin(entry) : entry;
   const caches = {
-    graphqlDocuments: byteStats(graphqlDocuments),
-    graphqlResults: graphqlResults.stats,
+    graphqlDocuments: graphqlCaches.stats.documents,
+    graphqlResults: graphqlCaches.stats.results,
     tokens: config.auth === undefined ? undefined : tokens,
   };
   return { handler, books, gate, kv, caches, storage };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { withCachedGraphql } from "../graphql/cached_front.ts";
-import { createResultCache } from "../graphql/result_cache.ts";
+import { createGraphqlCaches } from "../graphql/caches.ts";
 import { loadConfig } from "../lib/config.ts";
 import { createLogger } from "../lib/log.ts";
 import { createApp } from "../server/app.ts";
@@ -25,8 +25,9 @@ Deno.test("cached GraphQL results answered in front of the app are the app's ans
   const config = loadConfig({}).graphql;
   const deps = { store: catalogueOnly(books), logger, maxBodyBytes: 1024, graphql: config };
   const plainApp = createApp(deps);
-  const results = createResultCache();
-  const hotApp = createApp({ ...deps, graphqlResults: results });
+  const caches = createGraphqlCaches();
+  const results = caches.results;
+  const hotApp = createApp({ ...deps, graphqlCaches: caches });
   const listen = { port: 0, hostname: "127.0.0.1", onListen: () => {} };
   const plain = Deno.serve(listen, entryOf(plainApp));
   let appCalls = 0;
