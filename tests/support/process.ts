@@ -71,6 +71,46 @@ export function spawnDeno(
   };
 }
 
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+
+/** What `deno task start` grants main.ts. */
+export const START_PERMISSIONS = [
+  "--allow-net",
+  "--allow-env",
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+];
+
+/**
+ * Spawns `deno run <flags> <permissions> main.ts` (START_PERMISSIONS unless given) with `env`
+ * added; the test chooses the ports (tests/support/server.ts `spawnServer` takes port 0 and
+ * reads them from the `listening` line).
+ */
+export function spawnMain(
+  env: Record<string, string>,
+  options: { permissions?: string[]; flags?: string[]; cwd?: string } = {},
+): Spawned {
+  const permissions = options.permissions ?? START_PERMISSIONS;
+  return spawnDeno(["run", ...options.flags ?? [], ...permissions, MAIN], env, options.cwd);
+}
+
+/** Runs main.ts to its end (a start-up that is refused); its exit code and what it wrote. */
+export async function runMain(
+  env: Record<string, string>,
+  options: { permissions?: string[]; clearEnv?: boolean } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...options.permissions ?? ["--allow-all"], MAIN],
+    env,
+    clearEnv: options.clearEnv ?? false,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+}
+
 /** A TCP port that was free a moment ago (for servers that cannot report a port 0 binding). */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -114,4 +154,9 @@ export async function statusOf(url: string): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** Waits until `GET url` answers `status`. */
+export function untilStatus(url: string, status: number, what = `${url} to answer ${status}`) {
+  return waitFor(what, async () => (await statusOf(url)) === status || undefined);
 }
