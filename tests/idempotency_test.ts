@@ -1,15 +1,20 @@
 import assert from "node:assert/strict";
 import { AppError } from "../lib/errors.ts";
 import { openAddressStore } from "../store/addresses.ts";
-import { addressBook, type Fields, MERGE_PATCH, sendJson } from "./support/requests.ts";
+import {
+  addressBook,
+  type Fields,
+  idempotencyKey,
+  MERGE_PATCH,
+  sendJson,
+} from "./support/requests.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
 
 const ADA = { name: "Ada Lovelace", city: "London", postalCode: "W1J 7NT" };
 const GRACE = { name: "Grace Hopper", city: "Arlington", postalCode: "22201" };
 
 function post(base: string, body: unknown, key?: string, headers: Fields = {}) {
-  const keyed: Fields = key === undefined ? {} : { "idempotency-key": key };
-  return addressBook(base).create(body, { ...keyed, ...headers });
+  return addressBook(base).create(body, { ...idempotencyKey(key), ...headers });
 }
 
 /** What a replay must repeat: status, Location, ETag and body. */

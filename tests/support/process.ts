@@ -71,7 +71,8 @@ export function spawnDeno(
   };
 }
 
-const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+/** main.ts, as a path for `deno run`. */
+export const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
 /** What `deno task start` grants main.ts. */
 export const START_PERMISSIONS = [

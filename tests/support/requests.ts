@@ -30,6 +30,11 @@ export function bearer(token: string | undefined): Fields {
   return token === undefined ? {} : { authorization: `Bearer ${token}` };
 }
 
+/** The Idempotency-Key field; no field without a key. */
+export function idempotencyKey(key: string | undefined): Fields {
+  return key === undefined ? {} : { "idempotency-key": key };
+}
+
 /** An address input with only the name chosen. */
 export function named(name: string): AddressInput {
   return { name, city: "Berlin", postalCode: "10115" };
