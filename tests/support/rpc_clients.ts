@@ -54,7 +54,10 @@ export type Session = Http2SessionManager & Disposable;
 
 export function http2Session(
   url: string,
-  options?: http2.ClientSessionOptions | http2.SecureClientSessionOptions,
+  // node:http2 hands socket options (a client address to connect from) on to net.connect.
+  options?: (http2.ClientSessionOptions | http2.SecureClientSessionOptions) & {
+    localAddress?: string;
+  },
 ): Session {
   const manager = new Http2SessionManager(url, undefined, options);
   const close = track(url, () => manager.abort());
