@@ -11,14 +11,8 @@ import fc from "fast-check";
 import { SignJWT } from "jose";
 import { fuzz } from "./support/fuzz.ts";
 import { body, headers, method, path, pathSpelling } from "./support/fuzz_http.ts";
-import {
-  type Address,
-  applyWrite,
-  checkAnswer,
-  listAll,
-  requestOf,
-  routeOf,
-} from "./support/fuzz_rest.ts";
+import { type Address, applyWrite, checkAnswer, requestOf, routeOf } from "./support/fuzz_rest.ts";
+import { addressBook } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 
 const SECRET = "fuzz-secret-of-at-least-thirty-two-bytes!";
@@ -168,7 +162,7 @@ Deno.test("gate fuzz: random tokens and origins never get past the gate, a 5xx o
         applyWrite(models.get(g.token.owner)!, c, res, answer);
       }
       for (const owner of OWNERS) {
-        const stored = await listAll(base, { authorization: full[owner]! });
+        const stored = await addressBook(base, { authorization: full[owner]! }).listAll();
         const expected = [...models.get(owner)!.values()].sort((a, b) => a.id - b.id);
         assert.deepEqual(stored, expected, `${where}: ${owner}'s addresses changed`);
       }
