@@ -5,7 +5,7 @@ import {
   MAIN,
   spawnDeno,
   type Spawned,
-  spawnMain,
+  spawnMainOnFreePorts,
   START_PERMISSIONS,
   untilStatus,
 } from "./support/process.ts";
@@ -208,7 +208,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "books-fsize-" });
     const kvPath = `${dir}/kv.sqlite3`;
-    const env = { PORT: String(freePort()), GRPC_PORT: "off", HOST: "127.0.0.1", KV_PATH: kvPath };
+    const env = { GRPC_PORT: "off", KV_PATH: kvPath };
     const prlimit = async (pid: number, soft: string) => {
       // Only the soft limit: raising it again up to the hard one needs no privilege.
       const out = await new Deno.Command("prlimit", {
@@ -217,7 +217,7 @@ Deno.test({
       assert.ok(out.success, new TextDecoder().decode(out.stderr));
     };
     try {
-      const server = spawnMain(env);
+      const server = spawnMainOnFreePorts(env);
       let acknowledged: number[];
       try {
         const base = await listening(server);
@@ -236,7 +236,7 @@ Deno.test({
       } finally {
         assert.equal(await server.stop(), 0, "SIGXFSZ did not kill it");
       }
-      const again = spawnMain(env);
+      const again = spawnMainOnFreePorts(env);
       try {
         assert.deepEqual(
           await listIds(await listening(again)),

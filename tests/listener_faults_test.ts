@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { waitForLine } from "./support/logs.ts";
-import { freePort, spawnMain, untilStatus } from "./support/process.ts";
+import { spawnMainOnFreePorts, untilStatus } from "./support/process.ts";
 
 /** util-linux's prlimit: lowers another process's limits, which needs no privilege. */
 function hasPrlimit(): boolean {
@@ -37,14 +37,8 @@ Deno.test({
   ignore: Deno.build.os !== "linux" || !hasPrlimit(),
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "books-fds-" });
-    const port = freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const server = spawnMain({
-      PORT: String(port),
-      GRPC_PORT: "off",
-      HOST: "127.0.0.1",
-      KV_PATH: `${dir}/kv.sqlite3`,
-    });
+    const server = spawnMainOnFreePorts({ GRPC_PORT: "off", KV_PATH: `${dir}/kv.sqlite3` });
+    const { port, baseUrl: base } = server;
     const flood: Deno.Conn[] = [];
     let keep: Deno.Conn | undefined;
     try {

@@ -1,21 +1,15 @@
 import assert from "node:assert/strict";
 import { checkContract } from "./support/contract.ts";
 import { waitForLine } from "./support/logs.ts";
-import { accepts, freePort, spawnMain, statusOf, waitFor } from "./support/process.ts";
+import { accepts, spawnMainOnFreePorts, statusOf, waitFor } from "./support/process.ts";
 
 // Readiness is a property of the whole process: 200 only while the HTTP port and the gRPC port
 // both serve, and only after the `listening` line was written (issue 10, defect 2).
 Deno.test("readyz: 200 only once both listeners serve, 503 while the gRPC child restarts", async () => {
   const dir = await Deno.makeTempDir({ prefix: "books-ready-" });
-  const httpPort = freePort();
-  const grpcPort = freePort();
-  const server = spawnMain({
-    PORT: String(httpPort),
-    GRPC_PORT: String(grpcPort),
-    HOST: "127.0.0.1",
-    KV_PATH: `${dir}/kv.sqlite3`,
-  });
-  const readyz = `http://127.0.0.1:${httpPort}/readyz`;
+  const server = spawnMainOnFreePorts({ KV_PATH: `${dir}/kv.sqlite3` });
+  const grpcPort = server.grpcPort!;
+  const readyz = `${server.baseUrl}/readyz`;
   checkContract(readyz);
   let code;
   try {

@@ -96,6 +96,33 @@ export function spawnMain(
   return spawnDeno(["run", ...options.flags ?? [], ...permissions, MAIN], env, options.cwd);
 }
 
+/** A main.ts process on ports chosen here. */
+export interface MainProcess extends Spawned {
+  port: number;
+  baseUrl: string;
+  /** The gRPC listener's port, unless `env` chose GRPC_PORT itself. */
+  grpcPort: number | undefined;
+}
+
+/**
+ * `spawnMain` on 127.0.0.1 and free ports (the gRPC listener's too unless `env` sets
+ * GRPC_PORT), for tests that reach the server before its `listening` line or after a restart.
+ */
+export function spawnMainOnFreePorts(
+  env: Record<string, string>,
+  options: Parameters<typeof spawnMain>[1] = {},
+): MainProcess {
+  const port = freePort();
+  const grpcPort = env.GRPC_PORT === undefined ? freePort() : undefined;
+  const process = spawnMain({
+    PORT: String(port),
+    ...(grpcPort === undefined ? {} : { GRPC_PORT: String(grpcPort) }),
+    HOST: "127.0.0.1",
+    ...env,
+  }, options);
+  return { ...process, port, baseUrl: `http://127.0.0.1:${port}`, grpcPort };
+}
+
 /** Runs main.ts to its end (a start-up that is refused); its exit code and what it wrote. */
 export async function runMain(
   env: Record<string, string>,
