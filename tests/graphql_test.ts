@@ -10,6 +10,7 @@ import { captureLogs } from "./support/logs.ts";
 import { type Answer, answerOf, type Fields, graphql } from "./support/requests.ts";
 import { booksClient, connectTransport } from "./support/rpc_clients.ts";
 import { serveEntry, startTestServer } from "./support/server.ts";
+import { stubStore } from "./support/stores.ts";
 
 const BOOKS_QUERY = "{ books { title year author { firstName lastName } } }";
 const GRAPHQL_RESPONSE = "application/graphql-response+json";
@@ -385,25 +386,7 @@ function storeWithFailingBook(): Store {
     },
   } as Book;
   const catalogue = Object.freeze([...good.list(), bad]);
-  const fail = () => Promise.reject(new Error("unused"));
-  return {
-    books: { ...good, list: () => catalogue },
-    addresses: {
-      create: fail,
-      get: fail,
-      put: fail,
-      putAt: fail,
-      patch: fail,
-      delete: fail,
-      list: fail,
-      exportAll: async function* () {
-        await fail();
-        yield* [];
-      },
-      erase: fail,
-    },
-    ping: () => Promise.resolve(),
-  };
+  return stubStore({ ...good, list: () => catalogue }, () => Promise.reject(new Error("unused")));
 }
 
 Deno.test("an unexpected resolver failure is masked, logged with the request id", async () => {

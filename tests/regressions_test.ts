@@ -15,6 +15,7 @@ import type { Store } from "../store/store.ts";
 import { h2Request } from "./support/raw_http.ts";
 import { rawSession } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
+import { stubStore } from "./support/stores.ts";
 
 const VALID = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
 
@@ -91,26 +92,9 @@ Deno.test("POST /addresses with a non-JSON or unknown +json content type is 415,
   }
 });
 
+/** No book, and an address book that answers nothing. */
 function emptyStore(): Store {
-  const none = () => Promise.resolve(undefined as never);
-  return {
-    books: createBookStore([]),
-    addresses: {
-      create: none,
-      get: none,
-      put: none,
-      putAt: none,
-      patch: none,
-      delete: none,
-      list: none,
-      exportAll: async function* () {
-        await none();
-        yield* [];
-      },
-      erase: none,
-    },
-    ping: () => Promise.resolve(),
-  };
+  return stubStore(createBookStore([]), () => Promise.resolve(undefined as never));
 }
 
 // Issue 10, defect 1 at depth: any HTTPException a framework layer throws (validators, gates,

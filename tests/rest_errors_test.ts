@@ -6,6 +6,7 @@ import type { Store } from "../store/store.ts";
 import { captureLogs } from "./support/logs.ts";
 import { addressBook } from "./support/requests.ts";
 import { serveEntry, startTestServer } from "./support/server.ts";
+import { stubStore } from "./support/stores.ts";
 
 const VALID = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
 const JSON_TYPE = { "content-type": "application/json" };
@@ -372,26 +373,10 @@ Deno.test("bad input: the right status and code, nothing stored, server unharmed
   }
 });
 
+/** Storage that fails every call, readiness included, with internals in its message. */
 function brokenStore(): Store {
   const fail = () => Promise.reject(new Error("disk on fire: secret-internal-detail"));
-  return {
-    books: createBookStore([]),
-    addresses: {
-      create: fail,
-      get: fail,
-      put: fail,
-      putAt: fail,
-      patch: fail,
-      delete: fail,
-      list: fail,
-      exportAll: async function* () {
-        await fail();
-        yield* [];
-      },
-      erase: fail,
-    },
-    ping: fail,
-  };
+  return stubStore(createBookStore([]), fail, fail);
 }
 
 Deno.test("an unexpected failure is a 500 with the default body and no internals", async () => {
