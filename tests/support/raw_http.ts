@@ -72,13 +72,7 @@ async function readAll(conn: Deno.Conn): Promise<Uint8Array> {
     if (n === null) break;
     chunks.push(buffer.slice(0, n));
   }
-  const all = new Uint8Array(chunks.reduce((sum, c) => sum + c.byteLength, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return all;
+  return Buffer.concat(chunks);
 }
 
 function parseResponse(bytes: Uint8Array, isHead: boolean): RawResponse {
