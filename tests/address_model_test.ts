@@ -8,10 +8,8 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { FUZZ_SCALE, FUZZ_SEED } from "./support/fuzz.ts";
 import { validAddress } from "./support/fuzz_http.ts";
+import { type Address, addressBook, type AddressInput as Input, V2 } from "./support/requests.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
-
-type Input = { name: string; city: string; postalCode: string };
-type Address = Input & { id: number };
 
 /** The model: what the address book must hold, the ids the server generated, idempotency keys. */
 interface Model {
@@ -38,8 +36,6 @@ interface Real {
   kvPath: string;
 }
 
-const JSON_TYPE = { "content-type": "application/json" };
-
 function trimmed(input: Input): Input {
   return { name: input.name.trim(), city: input.city.trim(), postalCode: input.postalCode.trim() };
 }
@@ -61,20 +57,9 @@ function resolveId(model: Model, choice: IdChoice): number {
   }
 }
 
-async function listAll(base: string, limit: number): Promise<Address[]> {
-  const all: Address[] = [];
-  let cursor: string | null = null;
-  for (let pages = 0;; pages++) {
-    assert.ok(pages < 1000, "paging does not end");
-    const query: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
-    const res = await fetch(`${base}/addresses?limit=${limit}${query}`);
-    assert.equal(res.status, 200);
-    const page = await res.json();
-    assert.ok(page.addresses.length <= limit, "a page is longer than its limit");
-    all.push(...page.addresses);
-    cursor = page.nextCursor;
-    if (cursor === null) return all;
-  }
+/** The address book of the server running now (a restart starts another). */
+function api(real: Real) {
+  return addressBook(real.server.httpUrl);
 }
 
 function sorted(model: Model): Address[] {
@@ -83,18 +68,14 @@ function sorted(model: Model): Address[] {
 
 /** After every step: the server lists exactly the model. */
 async function compare(model: Model, real: Real, step: string): Promise<void> {
-  assert.deepEqual(await listAll(real.server.httpUrl, 500), sorted(model), `after ${step}`);
+  assert.deepEqual(await api(real).listAll(), sorted(model), `after ${step}`);
 }
 
 class Create implements fc.AsyncCommand<Model, Real> {
   constructor(readonly input: Input) {}
   check = () => true;
   async run(model: Model, real: Real) {
-    const res = await fetch(`${real.server.httpUrl}/addresses`, {
-      method: "POST",
-      headers: JSON_TYPE,
-      body: JSON.stringify(this.input),
-    });
+    const res = await api(real).create(this.input);
     assert.equal(res.status, 201);
     const body = await res.json();
     assertFreshId(model, body.id, "POST");
@@ -111,11 +92,7 @@ class Put implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(model: Model, real: Real) {
     const id = resolveId(model, this.choice);
-    const res = await fetch(`${real.server.httpUrl}/addresses/${id}`, {
-      method: "PUT",
-      headers: JSON_TYPE,
-      body: JSON.stringify(this.input),
-    });
+    const res = await api(real).put(id, this.input);
     const body = await res.json();
     const input = trimmed(this.input);
     const existing = model.addresses.get(id);
@@ -143,16 +120,12 @@ class PutV2 implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(model: Model, real: Real) {
     const id = resolveId(model, this.choice);
-    const res = await fetch(`${real.server.httpUrl}/addresses/${id}`, {
-      method: "PUT",
-      headers: { "content-type": "application/vnd.books.v2+json" },
-      body: JSON.stringify(this.input),
-    });
+    const res = await api(real).put(id, this.input, { "content-type": V2 });
     const body = await res.json();
     const expected = { id, ...trimmed(this.input) };
     // Version 2 (RFC 9110): replaced whole, name included (200), or created at the path id (201).
     assert.equal(res.status, model.addresses.has(id) ? 200 : 201);
-    assert.equal(res.headers.get("content-type"), "application/vnd.books.v2+json");
+    assert.equal(res.headers.get("content-type"), V2);
     assert.deepEqual(body, expected);
     model.addresses.set(id, expected);
     await compare(model, real, this.toString());
@@ -165,11 +138,7 @@ class Patch implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(model: Model, real: Real) {
     const id = resolveId(model, this.choice);
-    const res = await fetch(`${real.server.httpUrl}/addresses/${id}`, {
-      method: "PATCH",
-      headers: { "content-type": "application/merge-patch+json" },
-      body: JSON.stringify(this.patch),
-    });
+    const res = await api(real).patch(id, this.patch);
     const existing = model.addresses.get(id);
     if (existing) {
       assert.equal(res.status, 200);
@@ -193,11 +162,7 @@ class IdempotentCreate implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(model: Model, real: Real) {
     const text = JSON.stringify(this.input);
-    const res = await fetch(`${real.server.httpUrl}/addresses`, {
-      method: "POST",
-      headers: { ...JSON_TYPE, "idempotency-key": this.key },
-      body: text,
-    });
+    const res = await api(real).create(text, { "idempotency-key": this.key });
     const body = await res.json();
     const first = model.keys.get(this.key);
     if (first === undefined) {
@@ -224,7 +189,7 @@ class Delete implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(model: Model, real: Real) {
     const id = resolveId(model, this.choice);
-    const res = await fetch(`${real.server.httpUrl}/addresses/${id}`, { method: "DELETE" });
+    const res = await api(real).delete(id);
     if (model.addresses.has(id)) {
       assert.equal(res.status, 204);
       await res.body?.cancel();
@@ -243,7 +208,7 @@ class Get implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(model: Model, real: Real) {
     const id = resolveId(model, this.choice);
-    const res = await fetch(`${real.server.httpUrl}/addresses/${id}`);
+    const res = await api(real).get(id);
     const expected = model.addresses.get(id);
     if (expected) {
       assert.equal(res.status, 200);
@@ -260,7 +225,7 @@ class List implements fc.AsyncCommand<Model, Real> {
   constructor(readonly limit: number) {}
   check = () => true;
   async run(model: Model, real: Real) {
-    assert.deepEqual(await listAll(real.server.httpUrl, this.limit), sorted(model));
+    assert.deepEqual(await api(real).listAll(this.limit), sorted(model));
   }
   toString = () => `list(limit ${this.limit})`;
 }

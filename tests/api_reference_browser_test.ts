@@ -1,16 +1,10 @@
 import assert from "node:assert/strict";
 // Type only: importing the script's module would load playwright-core in this process.
 import type { ApiReferenceReport } from "./support/api_reference_check.ts";
+import { hasChromium, runPageCheck } from "./support/browser.ts";
 import { startTestServer } from "./support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-
-const hasChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
-if (!hasChromium) {
-  console.warn(
-    `api_reference_browser_test: skipped, ${CHROMIUM} is absent (apt-get install -y chromium)`,
-  );
-}
+const CHROMIUM_PRESENT = await hasChromium("api_reference_browser_test");
 
 const CHECK = new URL("./support/api_reference_check.ts", import.meta.url).pathname;
 
@@ -21,18 +15,11 @@ const CHECK = new URL("./support/api_reference_check.ts", import.meta.url).pathn
  */
 Deno.test({
   name: "the API reference shows every operation and runs one in headless Chromium, offline",
-  ignore: !hasChromium,
+  ignore: !CHROMIUM_PRESENT,
   fn: async () => {
     const server = await startTestServer();
     try {
-      const run = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "--allow-all", CHECK, server.httpUrl],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const stderr = new TextDecoder().decode(run.stderr);
-      assert.equal(run.code, 0, stderr);
-      const report: ApiReferenceReport = JSON.parse(new TextDecoder().decode(run.stdout));
+      const report = await runPageCheck<ApiReferenceReport>(CHECK, server.httpUrl);
       console.log(`requests: ${report.requests.join(", ")}`);
 
       assert.deepEqual(report.blocked, [], "the page asked another host");

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { SignJWT } from "jose";
 import { createVerifier, TokenError } from "../security/verifier.ts";
 import { ConfigError } from "../lib/config.ts";
+import { bearer, connectJson } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { noneToken, testKey } from "./support/tokens.ts";
 
@@ -13,7 +14,7 @@ const SCOPES = { scope: "addresses:read books:read", aud: AUDIENCE, iss: ISSUER 
 const CHECKED = { AUTH_AUDIENCE: AUDIENCE, AUTH_ISSUER: ISSUER };
 
 async function status(url: string, token: string): Promise<[number, string | null]> {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+  const res = await fetch(url, { headers: bearer(token) });
   await res.body?.cancel();
   return [res.status, res.headers.get("www-authenticate")];
 }
@@ -57,14 +58,10 @@ Deno.test("AUTH_JWKS_FILE: RS256, ES256 and EdDSA accepted; wrong key, none and 
       assert.deepEqual(await status(url, confused), INVALID);
     }
     // The gRPC listener (its own process) reads the same file.
-    const grpc = await fetch(`${server.httpUrl}/books.v1.BooksService/books`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        authorization: `Bearer ${await keys[1]!.sign({ sub: "x", ...SCOPES })}`,
-      },
-      body: "{}",
-    });
+    const grpc = await connectJson(
+      server.httpUrl,
+      bearer(await keys[1]!.sign({ sub: "x", ...SCOPES })),
+    );
     assert.equal(grpc.status, 200);
     await grpc.body?.cancel();
   } finally {
@@ -147,9 +144,7 @@ Deno.test("AUTH_JWKS_URL unreachable: 503 with Retry-After (not the client's fau
   const server = await startTestServer({ AUTH_JWKS_URL: url, ...CHECKED });
   try {
     const token = await key.sign({ sub: "x", ...SCOPES });
-    const res = await fetch(`${server.httpUrl}/addresses`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
+    const res = await fetch(`${server.httpUrl}/addresses`, { headers: bearer(token) });
     assert.equal(res.status, 503);
     assert.equal(res.headers.get("retry-after"), "5");
     assert.equal((await res.json()).errors[0].error, "service-unavailable");

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { addressBook, bearer } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, noneToken, SECRET, testKey } from "./support/tokens.ts";
 
@@ -8,10 +9,6 @@ const ALL = "addresses:read addresses:write";
 
 interface ErrorBody {
   errors: { error: string; message: string; detail: string; help: string }[];
-}
-
-function auth(token: string): Record<string, string> {
-  return { authorization: `Bearer ${token}` };
 }
 
 async function expectRefusal(
@@ -51,7 +48,7 @@ Deno.test("HS256: every kind of bad token is 401 and nothing leaks to logs or bo
   try {
     await expectRefusal(await get({}), 401, NO_TOKEN);
     await expectRefusal(await get({ authorization: "Basic YWxpY2U6c2VjcmV0" }), 401, NO_TOKEN);
-    await expectRefusal(await get(auth("not-a-jwt")), 401, INVALID);
+    await expectRefusal(await get(bearer("not-a-jwt")), 401, INVALID);
     const cases: [string, Promise<string> | string, RegExp][] = [
       ["forged", hsToken(claims, { secret: "another-secret-of-at-least-32-bytes!!" }), /signature/],
       ["expired", hsToken(claims, { exp: now - 120 }), /expired/],
@@ -64,17 +61,17 @@ Deno.test("HS256: every kind of bad token is 401 and nothing leaks to logs or bo
       ["RS256 against a secret", (await testKey("RS256", "k1")).sign(claims), /algorithm/],
     ];
     for (const [name, token, reason] of cases) {
-      const body = await expectRefusal(await get(auth(await token)), 401, INVALID);
+      const body = await expectRefusal(await get(bearer(await token)), 401, INVALID);
       assert.match(body.errors[0]!.detail, reason, name);
     }
     // Within the 60 s leeway an expired token still passes.
-    assert.equal((await get(auth(await hsToken(claims, { exp: now - 30 })))).status, 200);
+    assert.equal((await get(bearer(await hsToken(claims, { exp: now - 30 })))).status, 200);
     const good = await hsToken(claims);
-    const ok = await get(auth(good));
+    const ok = await get(bearer(good));
     assert.equal(ok.status, 200);
     assert.deepEqual(await ok.json(), { addresses: [], nextCursor: null });
     // A second use is answered from the verification cache: same result.
-    assert.equal((await get(auth(good))).status, 200);
+    assert.equal((await get(bearer(good))).status, 200);
     // German message, problem+json form.
     const de = await fetch(`${server.httpUrl}/addresses`, {
       headers: { "accept-language": "de", accept: "application/problem+json" },
@@ -98,25 +95,20 @@ Deno.test("scopes: read, write, scope or scp, 403 names the missing scope", asyn
   const server = await startTestServer({ AUTH_JWT_SECRET: SECRET });
   const url = `${server.httpUrl}/addresses`;
   const body = JSON.stringify({ name: "Ada", city: "London", postalCode: "NW1 1AA" });
-  const post = (token: string) =>
-    fetch(url, {
-      method: "POST",
-      headers: { ...auth(token), "content-type": "application/json" },
-      body,
-    });
+  const post = (token: string) => addressBook(server.httpUrl, bearer(token)).create(body);
   try {
     const reader = await hsToken({ sub: "alice", scope: "addresses:read" });
     const writer = await hsToken({ sub: "alice", scp: ["addresses:write"] });
     const both = await hsToken({ sub: "alice", scp: ["addresses:read", "addresses:write"] });
-    assert.equal((await fetch(url, { headers: auth(reader) })).status, 200);
-    await (await fetch(url, { headers: auth(reader) })).body?.cancel();
+    assert.equal((await fetch(url, { headers: bearer(reader) })).status, 200);
+    await (await fetch(url, { headers: bearer(reader) })).body?.cancel();
     await expectRefusal(
       await post(reader),
       403,
       'Bearer error="insufficient_scope", scope="addresses:write"',
     );
     await expectRefusal(
-      await fetch(url, { headers: auth(writer) }),
+      await fetch(url, { headers: bearer(writer) }),
       403,
       'Bearer error="insufficient_scope", scope="addresses:read"',
     );
@@ -126,13 +118,13 @@ Deno.test("scopes: read, write, scope or scp, 403 names the missing scope", asyn
     for (const method of ["PUT", "PATCH", "DELETE"]) {
       const res = await fetch(`${url}/${id}`, {
         method,
-        headers: { ...auth(reader), "content-type": "application/json" },
+        headers: { ...bearer(reader), "content-type": "application/json" },
         body: method === "DELETE" ? undefined : body,
       });
       await expectRefusal(res, 403, 'Bearer error="insufficient_scope", scope="addresses:write"');
     }
     // Nothing was changed by the refused calls.
-    const read = await fetch(`${url}/${id}`, { headers: auth(both) });
+    const read = await fetch(`${url}/${id}`, { headers: bearer(both) });
     assert.equal(read.status, 200);
     assert.equal((await read.json()).city, "London");
     // Books stay public unless AUTH_BOOKS=required; the catalogue is the hot path.
@@ -142,12 +134,12 @@ Deno.test("scopes: read, write, scope or scp, 403 names the missing scope", asyn
     await books.body?.cancel();
     // A bad token is refused even on a public path (RFC 6750: invalid_token).
     await expectRefusal(
-      await fetch(`${server.httpUrl}/rest/books`, { headers: auth("x.y.z") }),
+      await fetch(`${server.httpUrl}/rest/books`, { headers: bearer("x.y.z") }),
       401,
       INVALID,
     );
     // Probes are never gated.
-    const health = await fetch(`${server.httpUrl}/healthz`, { headers: auth("x.y.z") });
+    const health = await fetch(`${server.httpUrl}/healthz`, { headers: bearer("x.y.z") });
     assert.equal(health.status, 200);
     await health.body?.cancel();
   } finally {

@@ -14,6 +14,7 @@ import {
   withKv,
   writeLayout1,
 } from "./support/kv_tools.ts";
+import { addressBook, bearer, V2 } from "./support/requests.ts";
 import { spawnServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
@@ -21,28 +22,6 @@ const SCOPE = "addresses:read addresses:write";
 
 async function tempDir(): Promise<string> {
   return await Deno.makeTempDir({ prefix: "books-backup-" });
-}
-
-/** Every address an owner lists, page by page. */
-async function listAll(base: string, token?: string): Promise<{ id: number }[]> {
-  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-  const all = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = cursor ? `&cursor=${cursor}` : "";
-    const page = await (await fetch(`${base}/addresses?limit=500${query}`, { headers })).json();
-    all.push(...page.addresses);
-    cursor = page.nextCursor;
-  } while (cursor);
-  return all;
-}
-
-function post(base: string, body: unknown, headers: Record<string, string> = {}) {
-  return fetch(`${base}/addresses`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
 }
 
 /**
@@ -70,7 +49,7 @@ Deno.test("export while serving, import into a fresh KV: the server lists exactl
     alice: await hsToken({ sub: "alice", scope: SCOPE }),
     bob: await hsToken({ sub: "bob", scope: SCOPE }),
   };
-  const auth = (owner: keyof typeof tokens) => ({ authorization: `Bearer ${tokens[owner]}` });
+  const auth = (owner: keyof typeof tokens) => bearer(tokens[owner]);
   try {
     const server = await spawnServer({ ...env, KV_PATH: source });
     const before: Record<string, unknown[]> = {};
@@ -79,28 +58,23 @@ Deno.test("export while serving, import into a fresh KV: the server lists exactl
       for (let i = 0; i < 30; i++) {
         const owner = i % 3 ? "alice" : "bob";
         const key: Record<string, string> = i % 5 === 0 ? { "idempotency-key": `k${i}` } : {};
-        const res = await post(server.httpUrl, addressOf(i), { ...auth(owner), ...key });
+        const res = await addressBook(server.httpUrl, auth(owner)).create(addressOf(i), key);
         assert.equal(res.status, 201);
         await res.body?.cancel();
       }
       // Deleted ids are not in the file; the counter keeps them from coming back.
       for (const id of [29, 30]) {
-        const res = await fetch(`${server.httpUrl}/addresses/${id}`, {
-          method: "DELETE",
-          headers: auth("alice"),
-        });
+        const res = await addressBook(server.httpUrl, auth("alice")).delete(id);
         assert.equal(res.status, 204, `delete ${id}`);
       }
       counter = 30;
       // A v2 PUT just above the counter: POST must step over it after the move too.
-      const above = await fetch(`${server.httpUrl}/addresses/32`, {
-        method: "PUT",
-        headers: { ...auth("bob"), "content-type": "application/vnd.books.v2+json" },
-        body: JSON.stringify(addressOf(32)),
+      const above = await addressBook(server.httpUrl, auth("bob")).put(32, addressOf(32), {
+        "content-type": V2,
       });
       assert.equal(above.status, 201);
       for (const owner of ["alice", "bob"] as const) {
-        before[owner] = await listAll(server.httpUrl, tokens[owner]);
+        before[owner] = await addressBook(server.httpUrl, auth(owner)).listAll();
       }
       const exported = await runTool("export", ["--out", `${dir}/backup.ndjson`], {
         KV_PATH: source,
@@ -125,11 +99,17 @@ Deno.test("export while serving, import into a fresh KV: the server lists exactl
     const moved = await spawnServer({ ...env, KV_PATH: target });
     try {
       for (const owner of ["alice", "bob"] as const) {
-        assert.deepEqual(await listAll(moved.httpUrl, tokens[owner]), before[owner], owner);
+        assert.deepEqual(
+          await addressBook(moved.httpUrl, auth(owner)).listAll(),
+          before[owner],
+          owner,
+        );
       }
       const ids = [];
       for (let i = 0; i < 3; i++) {
-        ids.push((await (await post(moved.httpUrl, addressOf(i), auth("alice"))).json()).id);
+        ids.push(
+          (await (await addressBook(moved.httpUrl, auth("alice")).create(addressOf(i))).json()).id,
+        );
       }
       assert.deepEqual(ids, [counter + 1, counter + 3, counter + 4], "no id handed out twice");
     } finally {
@@ -154,7 +134,7 @@ Deno.test("export during a create load: nothing acknowledged before the export b
   let stop = false;
   const worker = async (w: number) => {
     for (let i = 0; !stop; i++) {
-      const res = await post(server.httpUrl, addressOf(w * 100_000 + i));
+      const res = await addressBook(server.httpUrl).create(addressOf(w * 100_000 + i));
       const body = await res.json();
       // Busy (503) is allowed under load; such a creation was not acknowledged.
       if (res.status === 201) acknowledged.push({ id: body.id, at: performance.now() });

@@ -10,6 +10,7 @@ import { createTokenCache } from "../security/token_cache.ts";
 import { createDocumentCache, createPreparer } from "../graphql/prepare.ts";
 import { createBooksSchema } from "../graphql/schema.ts";
 import { loadConfig } from "../lib/config.ts";
+import { bearer, graphql } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
@@ -28,11 +29,7 @@ Deno.test("GraphQL caches stay within their byte bound under unique padded 64 Ki
   try {
     const sent = 150;
     for (let i = 0; i < sent; i++) {
-      const res = await fetch(`${server.httpUrl}/graphql`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ query: paddedQuery(i) }),
-      });
+      const res = await graphql(server.httpUrl, { query: paddedQuery(i) });
       assert.equal(res.status, 200);
       assert.equal((await res.json()).data[`a${i}`].length > 0, true);
     }
@@ -60,9 +57,7 @@ Deno.test("the verified-token cache stays within its byte bound under unique lar
     for (let i = 0; i < sent; i++) {
       const token = await hsToken({ sub: `user-${i}`, pad: "x".repeat(5_600) });
       tokenBytes = Math.min(tokenBytes, token.length);
-      const res = await fetch(`${server.httpUrl}/rest/books`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
+      const res = await fetch(`${server.httpUrl}/rest/books`, { headers: bearer(token) });
       assert.equal(res.status, 200);
       await res.body?.cancel();
     }

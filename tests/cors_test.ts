@@ -1,6 +1,7 @@
 /** CORS for browsers on every protocol of the HTTP port; secure headers on every answer. */
 import assert from "node:assert/strict";
 import { CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS } from "../server/cors.ts";
+import { graphql } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { SECRET } from "./support/tokens.ts";
 
@@ -81,14 +82,13 @@ Deno.test("CORS: preflights 204 for allowed origins, nothing for others, on ever
       await refused.body?.cancel();
       assert.equal(refused.status, 401);
       assert.equal(refused.headers.get("access-control-allow-origin"), APP);
-      const graphql = await fetch(`${server.httpUrl}/graphql`, {
-        method: "POST",
-        headers: { origin: APP, "content-type": "application/json", authorization: "Bearer x" },
-        body: '{"query":"{books{title}}"}',
+      const query = await graphql(server.httpUrl, '{"query":"{books{title}}"}', {
+        origin: APP,
+        authorization: "Bearer x",
       });
-      assert.equal(graphql.status, 401);
-      assert.equal(graphql.headers.get("access-control-allow-origin"), APP);
-      assert.equal((await graphql.json()).errors[0].extensions.code, "unauthorized");
+      assert.equal(query.status, 401);
+      assert.equal(query.headers.get("access-control-allow-origin"), APP);
+      assert.equal((await query.json()).errors[0].extensions.code, "unauthorized");
       const grpcWeb = await fetch(`${server.httpUrl}/books.v1.BooksService/books`, {
         method: "POST",
         headers: { origin: APP, "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },

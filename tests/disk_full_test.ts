@@ -1,13 +1,20 @@
 import assert from "node:assert/strict";
-import { freePort, spawnDeno, type Spawned, statusOf, waitFor } from "./support/process.ts";
+import { waitForLine } from "./support/logs.ts";
+import {
+  freePort,
+  MAIN,
+  spawnDeno,
+  type Spawned,
+  spawnMainOnFreePorts,
+  START_PERMISSIONS,
+  untilStatus,
+} from "./support/process.ts";
+import { addressBook, answerOf, named } from "./support/requests.ts";
 
 // A real full disk under a running server, two ways: a tiny tmpfs (needs a user and mount
 // namespace: `unshare -rm`, no root) and a file-size limit (`prlimit --fsize` on the server
 // process, no privilege at all; writes past it fail with EFBIG). The same behaviour is covered
 // everywhere by tests/storage_faults_test.ts, with the fault injected under the store.
-
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
-const PERMISSIONS = ["--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-run"];
 
 function succeeds(command: string, args: string[]): boolean {
   try {
@@ -32,32 +39,12 @@ function canMountTmpfs(): boolean {
 const TMPFS = canMountTmpfs();
 const PRLIMIT = Deno.build.os === "linux" && succeeds("prlimit", ["--version"]);
 
-async function create(base: string, name: string) {
-  const response = await fetch(`${base}/addresses`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ name, city: "Berlin", postalCode: "10115" }),
-  });
-  return { response, body: await response.json() };
-}
-
 async function listIds(base: string): Promise<number[]> {
-  const ids = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = cursor === null ? "" : `&cursor=${cursor}`;
-    const page = await (await fetch(`${base}/addresses?limit=500${query}`)).json();
-    ids.push(...page.addresses.map((a: { id: number }) => a.id));
-    cursor = page.nextCursor;
-  } while (cursor !== null);
-  return ids;
+  return (await addressBook(base).listAll()).map((a) => a.id);
 }
 
 async function listening(server: Spawned): Promise<string> {
-  const line = await waitFor("the listening line", () => {
-    return server.lines().find((l) => l.msg === "listening");
-  });
-  return String(line.http);
+  return String((await waitForLine(server.lines, "listening")).http);
 }
 
 /**
@@ -71,10 +58,12 @@ async function episode(
   fill: () => Promise<void>,
   makeRoom: () => Promise<void>,
 ): Promise<number[]> {
+  const api = addressBook(base);
+  const create = async (name: string) => await answerOf(await api.create(named(name)));
   const acknowledged: number[] = [];
   for (let i = 0; i < 20; i++) {
-    const { response, body } = await create(base, `before ${i}`);
-    assert.equal(response.status, 201);
+    const { status, body } = await create(`before ${i}`);
+    assert.equal(status, 201);
     acknowledged.push(body.id);
   }
   await fill();
@@ -82,13 +71,13 @@ async function episode(
   let refused = 0;
   for (let i = 0; refused < 20; i++) {
     assert.ok(i < 20_000, "the storage never refused a write");
-    const { response, body } = await create(base, `during ${i}`);
-    if (response.status === 201) {
+    const { status, headers, body } = await create(`during ${i}`);
+    if (status === 201) {
       acknowledged.push(body.id);
       continue;
     }
-    assert.equal(response.status, 503);
-    assert.equal(response.headers.get("retry-after"), "5");
+    assert.equal(status, 503);
+    assert.equal(headers.get("retry-after"), "5");
     assert.equal(body.errors[0].error, "storage-unavailable");
     refused++;
   }
@@ -97,19 +86,15 @@ async function episode(
   assert.equal((await ready.json()).errors[0].error, "storage-unavailable");
 
   await makeRoom();
-  await waitFor("readiness once there is room", async () => {
-    return (await statusOf(`${base}/readyz`)) === 200 || undefined;
-  });
+  await untilStatus(`${base}/readyz`, 200, "readiness once there is room");
   for (let i = 0; i < 20; i++) {
-    const { response, body } = await create(base, `after ${i}`);
-    assert.equal(response.status, 201);
+    const { status, body } = await create(`after ${i}`);
+    assert.equal(status, 201);
     acknowledged.push(body.id);
   }
   assert.deepEqual(await listIds(base), acknowledged.toSorted((a, b) => a - b));
 
-  await waitFor("the line when it ends", () => {
-    return server.lines().find((l) => l.msg === "storage works again");
-  });
+  await waitForLine(server.lines, "storage works again");
   const lines = server.lines();
   assert.equal(lines.filter((l) => l.msg === "storage failing").length, 1);
   assert.ok(lines.every((l) => l.stack === undefined), "no stack trace in the log");
@@ -170,7 +155,7 @@ Deno.test({
           "--preserve-credentials",
           Deno.execPath(),
           "run",
-          ...PERMISSIONS,
+          ...START_PERMISSIONS,
           MAIN,
         ],
         env,
@@ -223,7 +208,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "books-fsize-" });
     const kvPath = `${dir}/kv.sqlite3`;
-    const env = { PORT: String(freePort()), GRPC_PORT: "off", HOST: "127.0.0.1", KV_PATH: kvPath };
+    const env = { GRPC_PORT: "off", KV_PATH: kvPath };
     const prlimit = async (pid: number, soft: string) => {
       // Only the soft limit: raising it again up to the hard one needs no privilege.
       const out = await new Deno.Command("prlimit", {
@@ -232,7 +217,7 @@ Deno.test({
       assert.ok(out.success, new TextDecoder().decode(out.stderr));
     };
     try {
-      const server = spawnDeno(["run", ...PERMISSIONS, MAIN], env);
+      const server = spawnMainOnFreePorts(env);
       let acknowledged: number[];
       try {
         const base = await listening(server);
@@ -251,7 +236,7 @@ Deno.test({
       } finally {
         assert.equal(await server.stop(), 0, "SIGXFSZ did not kill it");
       }
-      const again = spawnDeno(["run", ...PERMISSIONS, MAIN], env);
+      const again = spawnMainOnFreePorts(env);
       try {
         assert.deepEqual(
           await listIds(await listening(again)),

@@ -1,33 +1,13 @@
 import assert from "node:assert/strict";
+import { runMain } from "./support/process.ts";
+import { addressBook, named } from "./support/requests.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
-
-const JSON_TYPE = { "content-type": "application/json" };
-
-async function create(base: string, name: string): Promise<Response> {
-  return await fetch(`${base}/addresses`, {
-    method: "POST",
-    headers: JSON_TYPE,
-    body: JSON.stringify({ name, city: "Berlin", postalCode: "10115" }),
-  });
-}
-
-async function listAll(base: string): Promise<{ id: number; name: string }[]> {
-  const all = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = cursor ? `&cursor=${cursor}` : "";
-    const page = await (await fetch(`${base}/addresses?limit=500${query}`)).json();
-    all.push(...page.addresses);
-    cursor = page.nextCursor;
-  } while (cursor);
-  return all;
-}
 
 Deno.test("200 concurrent POSTs get 200 distinct ids, all readable afterwards", async () => {
   const server = await startTestServer();
   try {
     const responses = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => create(server.httpUrl, `c${i}`)),
+      Array.from({ length: 200 }, (_, i) => addressBook(server.httpUrl).create(named(`c${i}`))),
     );
     const bodies = await Promise.all(responses.map((r) => r.json()));
     assert.deepEqual(responses.map((r) => r.status), Array(200).fill(201));
@@ -37,7 +17,7 @@ Deno.test("200 concurrent POSTs get 200 distinct ids, all readable afterwards", 
       const res = await fetch(`${server.httpUrl}/addresses/${body.id}`);
       assert.deepEqual(await res.json(), body);
     }
-    assert.equal((await listAll(server.httpUrl)).length, 200);
+    assert.equal((await addressBook(server.httpUrl).listAll()).length, 200);
   } finally {
     await server.close();
   }
@@ -49,14 +29,16 @@ Deno.test("restart on the same KV file: every address survives, ids keep growing
   try {
     const first = await spawnServer(env);
     const created = [];
-    for (let i = 0; i < 20; i++) created.push(await (await create(first.httpUrl, `r${i}`)).json());
+    for (let i = 0; i < 20; i++) {
+      created.push(await (await addressBook(first.httpUrl).create(named(`r${i}`))).json());
+    }
     assert.equal(await first.stop(), 0, "SIGTERM exits 0");
     assert.match(first.output(), /"msg":"stopped"/);
 
     const second = await spawnServer(env);
     try {
-      assert.deepEqual(await listAll(second.httpUrl), created);
-      const next = await (await create(second.httpUrl, "after")).json();
+      assert.deepEqual(await addressBook(second.httpUrl).listAll(), created);
+      const next = await (await addressBook(second.httpUrl).create(named("after"))).json();
       assert.ok(next.id > Math.max(...created.map((c) => c.id)));
     } finally {
       assert.equal(await second.stop(), 0);
@@ -73,7 +55,10 @@ Deno.test("two processes on one KV file: no duplicate id, no 500, nothing lost",
   const [a, b] = await Promise.all([spawnServer(env), spawnServer(env)]);
   try {
     const responses = await Promise.all(
-      Array.from({ length: 300 }, (_, i) => create(i % 2 ? a.httpUrl : b.httpUrl, `t${i}`)),
+      Array.from(
+        { length: 300 },
+        (_, i) => addressBook(i % 2 ? a.httpUrl : b.httpUrl).create(named(`t${i}`)),
+      ),
     );
     const statuses = responses.map((r) => r.status);
     const bodies = await Promise.all(responses.map((r) => r.json()));
@@ -88,7 +73,7 @@ Deno.test("two processes on one KV file: no duplicate id, no 500, nothing lost",
     const ids = acknowledged.map((x) => x.id);
     assert.equal(new Set(ids).size, ids.length, "no duplicate id");
     // Every acknowledged write is visible through either process.
-    const stored = await listAll(a.httpUrl);
+    const stored = await addressBook(a.httpUrl).listAll();
     assert.deepEqual(
       stored.map((s) => s.id),
       ids.toSorted((x, y) => x - y),
@@ -107,14 +92,9 @@ Deno.test("a bad environment variable stops start-up with one line naming it", a
     "-1",
   ]];
   for (const [name, value] of cases) {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-all", new URL("../main.ts", import.meta.url).pathname],
-      env: { [name]: value, KV_PATH: ":memory:" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
+    const out = await runMain({ [name]: value, KV_PATH: ":memory:" });
     assert.equal(out.code, 2);
-    const text = new TextDecoder().decode(out.stderr).trim();
+    const text = out.stderr.trim();
     assert.equal(text.split("\n").length, 1, text);
     assert.ok(text.startsWith(`invalid ${name}=`), text);
   }
@@ -134,13 +114,13 @@ Deno.test("addresses from before ownership: two processes starting together migr
 
     const [a, b] = await Promise.all([spawnServer(env), spawnServer(env)]);
     try {
-      const listed = await listAll(a.httpUrl);
+      const listed = await addressBook(a.httpUrl).listAll();
       assert.equal(listed.length, 120);
       assert.deepEqual(listed[6], { id: 7, name: "old7", city: "Bonn", postalCode: "53111" });
       const one = await fetch(`${b.httpUrl}/addresses/7`);
       assert.equal(one.status, 200);
       assert.deepEqual(await one.json(), listed[6]);
-      assert.equal((await (await create(b.httpUrl, "new")).json()).id, 121);
+      assert.equal((await (await addressBook(b.httpUrl).create(named("new"))).json()).id, 121);
     } finally {
       await a.stop();
       await b.stop();

@@ -11,6 +11,7 @@ import {
   fuzz,
 } from "./support/fuzz.ts";
 import { type GraphqlCase, graphqlCase } from "./support/fuzz_graphql.ts";
+import { graphql } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 
 function checkGraphql(c: GraphqlCase, res: Response, text: string): void {
@@ -48,13 +49,11 @@ function checkGraphql(c: GraphqlCase, res: Response, text: string): void {
 Deno.test("GraphQL fuzz: random documents and envelopes never get a 5xx; every error has a code", async () => {
   const server = await startTestServer();
   const base = server.httpUrl;
-  const catalogueQuery = {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ query: "{ books { title year author { firstName lastName } } }" }),
-  };
+  const catalogue = async () =>
+    await (await graphql(base, { query: "{ books { title year author { firstName lastName } } }" }))
+      .text();
   try {
-    const before = await (await fetch(`${base}/graphql`, catalogueQuery)).text();
+    const before = await catalogue();
     await fuzz("GraphQL", 500, graphqlCase, async (c) => {
       let request: Request;
       try {
@@ -69,7 +68,7 @@ Deno.test("GraphQL fuzz: random documents and envelopes never get a 5xx; every e
       const res = await fetch(request);
       checkGraphql(c, res, await res.text());
     });
-    assert.equal(await (await fetch(`${base}/graphql`, catalogueQuery)).text(), before);
+    assert.equal(await catalogue(), before);
     assert.equal((await fetch(`${base}/healthz`)).status, 200);
     assert.deepEqual(server.logs.filter((l) => l.msg === "unhandled error"), []);
   } finally {

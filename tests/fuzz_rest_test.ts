@@ -6,21 +6,19 @@
 import assert from "node:assert/strict";
 import { fuzz } from "./support/fuzz.ts";
 import { httpCase } from "./support/fuzz_http.ts";
-import { type Address, applyWrite, checkAnswer, listAll, requestOf } from "./support/fuzz_rest.ts";
+import { type Address, applyWrite, checkAnswer, requestOf } from "./support/fuzz_rest.ts";
+import { addressBook } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 
 Deno.test("REST fuzz: random requests never get a 5xx or leak internals; state moves only by writes", async () => {
   const server = await startTestServer();
   const base = server.httpUrl;
+  const api = addressBook(base);
   try {
     const catalogue = await (await fetch(`${base}/rest/books`)).text();
     const model = new Map<number, Address>();
     for (const city of ["Berlin", "Paris", "Rome"]) {
-      const res = await fetch(`${base}/addresses`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ name: "Seed", city, postalCode: "12345" }),
-      });
+      const res = await api.create({ name: "Seed", city, postalCode: "12345" });
       const a = await res.json();
       model.set(a.id, a);
     }
@@ -36,7 +34,7 @@ Deno.test("REST fuzz: random requests never get a 5xx or leak internals; state m
       const text = new TextDecoder().decode(await res.arrayBuffer());
       const body = checkAnswer(c, res, text);
       applyWrite(model, c, res, body);
-      const stored = await listAll(base);
+      const stored = await api.listAll();
       assert.deepEqual(
         stored,
         [...model.values()].sort((a, b) => a.id - b.id),

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { type Identity, TokenError, type Verifier } from "../security/verifier.ts";
 import { createGate, type GateRequest } from "../security/gate.ts";
 import { createRateLimiter } from "../security/rate_limit.ts";
+import { bearer } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
@@ -85,17 +86,13 @@ Deno.test("over a socket: fresh tokens from an exhausted address get 429, not a 
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {
       const token = await hsToken({ sub: `user-${i}` }, { secret: `wrong-${SECRET}` });
-      const res = await fetch(`${server.httpUrl}/addresses`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
+      const res = await fetch(`${server.httpUrl}/addresses`, { headers: bearer(token) });
       await res.body?.cancel();
       statuses.push(res.status);
     }
     assert.deepEqual(statuses, [401, 401, 401, 429, 429, 429]);
     const valid = await hsToken({ sub: "late", scope: "addresses:read" });
-    const res = await fetch(`${server.httpUrl}/addresses`, {
-      headers: { authorization: `Bearer ${valid}` },
-    });
+    const res = await fetch(`${server.httpUrl}/addresses`, { headers: bearer(valid) });
     await res.body?.cancel();
     assert.equal(res.status, 429);
   } finally {

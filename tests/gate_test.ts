@@ -4,21 +4,20 @@
  * RATE_LIMIT every path is limited; probes are the only exception.
  */
 import assert from "node:assert/strict";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  createGrpcWebTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
+import { Code } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { bearer, connectJson, graphql } from "./support/requests.ts";
+import {
+  booksCode,
+  everyTransport,
+  type GrpcJsClient,
+  grpcJsClient,
+  grpcJsUnary,
+} from "./support/rpc_clients.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 import { serveMain } from "./support/served.ts";
 
-const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
 const PUBLIC = new Set([
   "/",
   "/healthz",
@@ -28,35 +27,9 @@ const PUBLIC = new Set([
   "/docs/errors",
 ]);
 
-type BooksClient = grpc.Client & {
-  books(
-    request: object,
-    metadata: grpc.Metadata,
-    callback: (error: grpc.ServiceError | null, response: { book: unknown[] }) => void,
-  ): grpc.ClientUnaryCall;
-};
-
-function grpcJs(url: string): BooksClient {
-  const definition = protoLoader.loadSync(BOOKS_PROTO, { keepCase: true, defaults: true });
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition(definition) as any;
-  return new pkg.books.v1.BooksService(new URL(url).host, grpc.credentials.createInsecure());
-}
-
 /** A native gRPC call with grpc-js (the listener's fast path): its status code and metadata. */
-function grpcJsCall(
-  client: BooksClient,
-  token: string | undefined,
-): Promise<{ code: number; metadata: grpc.Metadata | undefined }> {
-  const metadata = new grpc.Metadata();
-  if (token) metadata.set("authorization", `Bearer ${token}`);
-  return new Promise((resolve) => {
-    let headers: grpc.Metadata | undefined;
-    const call = client.books({}, metadata, (error) => {
-      resolve({ code: error ? error.code : 0, metadata: error ? error.metadata : headers });
-    });
-    call.on("metadata", (m: grpc.Metadata) => (headers = m));
-  });
+function grpcJsCall(client: GrpcJsClient, token: string | undefined) {
+  return grpcJsUnary(client, "books", {}, bearer(token));
 }
 
 /** Every REST route the OpenAPI document lists, with ids filled in. */
@@ -75,81 +48,17 @@ async function restRoutes(server: TestServer, seen: Headers[] = []): Promise<[st
   return routes;
 }
 
-function rpcTransports(server: TestServer, sessions: Http2SessionManager[]): [string, Transport][] {
-  const grpcUrl = server.grpcUrl!;
-  return [
-    ["gRPC (gRPC port)", createGrpcTransport({ baseUrl: grpcUrl, sessionManager: sessions[0] })],
-    [
-      "gRPC-Web (gRPC port)",
-      createGrpcWebTransport({
-        baseUrl: grpcUrl,
-        httpVersion: "2",
-        sessionManager: sessions[1],
-        acceptCompression: [],
-      }),
-    ],
-    [
-      "Connect (gRPC port)",
-      createConnectTransport({ baseUrl: grpcUrl, httpVersion: "2", sessionManager: sessions[2] }),
-    ],
-    [
-      "Connect (HTTP port)",
-      createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-    ],
-    [
-      "Connect JSON (HTTP port)",
-      createConnectTransport({
-        baseUrl: server.httpUrl,
-        httpVersion: "1.1",
-        useBinaryFormat: false,
-      }),
-    ],
-    [
-      "gRPC-Web (HTTP port)",
-      createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-    ],
-  ];
-}
-
-async function rpcCode(transport: Transport, token: string | undefined): Promise<Code | 0> {
-  try {
-    await createClient(BooksService, transport).books(
-      {},
-      { timeoutMs: 5000, ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}) },
-    );
-    return 0;
-  } catch (error) {
-    return ConnectError.from(error).code;
-  }
-}
-
-const GRAPHQL_BODY = JSON.stringify({ query: "{ books { title } }" });
-
-function graphql(server: TestServer, token?: string) {
-  return graphqlAt(server.httpUrl, token);
-}
-
-function graphqlAt(baseUrl: string, token?: string) {
-  return fetch(`${baseUrl}/graphql`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-    },
-    body: GRAPHQL_BODY,
-  });
-}
+const BOOKS_QUERY = { query: "{ books { title } }" };
 
 Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports passes the gate", async (t) => {
   const server = await startTestServer({ AUTH_JWT_SECRET: SECRET, AUTH_BOOKS: "required" });
-  const sessions = [0, 1, 2].map(() => new Http2SessionManager(server.grpcUrl!));
-  const grpcClient = grpcJs(server.grpcUrl!);
+  const grpcClient = grpcJsClient(server.grpcUrl!);
   const reader = await hsToken({ sub: "reader", scope: "books:read" });
   const other = await hsToken({ sub: "other", scope: "addresses:read addresses:write" });
   try {
     // The GraphQL answer is cached first, so the refused call would be a cache hit in front of
     // the router if the gate let it through.
-    assert.equal((await graphql(server, reader)).status, 200);
+    assert.equal((await graphql(server.httpUrl, BOOKS_QUERY, bearer(reader))).status, 200);
 
     await t.step("every REST route in the OpenAPI document", async () => {
       const routes = await restRoutes(server);
@@ -175,7 +84,7 @@ Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports pass
         for (const method of ["GET", "HEAD"]) {
           const refused = await fetch(`${server.httpUrl}${path}`, {
             method,
-            headers: { authorization: `Bearer ${other}` },
+            headers: bearer(other),
           });
           await refused.body?.cancel();
           assert.equal(refused.status, 403, `${method} ${path}`);
@@ -183,10 +92,7 @@ Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports pass
             refused.headers.get("www-authenticate"),
             'Bearer error="insufficient_scope", scope="books:read"',
           );
-          const ok = await fetch(`${server.httpUrl}${path}`, {
-            method,
-            headers: { authorization: `Bearer ${reader}` },
-          });
+          const ok = await fetch(`${server.httpUrl}${path}`, { method, headers: bearer(reader) });
           await ok.body?.cancel();
           assert.equal(ok.status, 200, `${method} ${path}`);
         }
@@ -194,13 +100,13 @@ Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports pass
     });
 
     await t.step("GraphQL: 401 and 403 with extensions.code, cached answer not given", async () => {
-      const none = await graphql(server);
+      const none = await graphql(server.httpUrl, BOOKS_QUERY);
       assert.equal(none.status, 401);
       assert.equal(none.headers.get("www-authenticate"), 'Bearer realm="books"');
       const body = await none.json();
       assert.equal(body.errors[0].extensions.code, "unauthorized");
       assert.equal(body.data, undefined);
-      const wrong = await graphql(server, other);
+      const wrong = await graphql(server.httpUrl, BOOKS_QUERY, bearer(other));
       assert.equal(wrong.status, 403);
       assert.equal((await wrong.json()).errors[0].extensions.code, "forbidden");
       // GraphiQL (a page, no data) stays reachable.
@@ -220,14 +126,14 @@ Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports pass
       assert.equal((await res.json()).code, "unauthenticated");
     });
 
-    for (const [name, transport] of rpcTransports(server, sessions)) {
+    for (const [name, transport] of everyTransport(server)) {
       await t.step(`${name}: UNAUTHENTICATED, PERMISSION_DENIED, then OK`, async () => {
         assert.deepEqual(
           [
-            await rpcCode(transport, undefined),
-            await rpcCode(transport, "garbage"),
-            await rpcCode(transport, other),
-            await rpcCode(transport, reader),
+            await booksCode(transport),
+            await booksCode(transport, bearer("garbage")),
+            await booksCode(transport, bearer(other)),
+            await booksCode(transport, bearer(reader)),
           ],
           [Code.Unauthenticated, Code.Unauthenticated, Code.PermissionDenied, 0],
         );
@@ -248,8 +154,6 @@ Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports pass
       }
     });
   } finally {
-    grpcClient.close();
-    for (const session of sessions) session.abort();
     await server.close();
   }
   // Both processes' logs (the gRPC child's lines pass through the same logger).
@@ -261,8 +165,7 @@ Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports pass
 Deno.test("RATE_LIMIT: every route of every protocol on both ports is limited", async (t) => {
   // One request per hour: the first call of a client is allowed, every later one refused.
   const server = await startTestServer({ RATE_LIMIT: "1/h" });
-  const sessions = [0, 1, 2].map(() => new Http2SessionManager(server.grpcUrl!));
-  const grpcClient = grpcJs(server.grpcUrl!);
+  const grpcClient = grpcJsClient(server.grpcUrl!);
   try {
     // The route list is the first call: allowed, with the RateLimit headers.
     let routes: [string, string][] = [];
@@ -294,7 +197,7 @@ Deno.test("RATE_LIMIT: every route of every protocol on both ports is limited", 
     });
 
     await t.step("HTTP port: GraphQL 429 with extensions.code", async () => {
-      const res = await graphql(server);
+      const res = await graphql(server.httpUrl, BOOKS_QUERY);
       assert.equal(res.status, 429);
       assert.equal(res.headers.get("retry-after"), "3600");
       assert.equal((await res.json()).errors[0].extensions.code, "rate-limited");
@@ -310,14 +213,12 @@ Deno.test("RATE_LIMIT: every route of every protocol on both ports is limited", 
       assert.equal(second.metadata?.get("retry-after")[0], "3600");
     });
 
-    for (const [name, transport] of rpcTransports(server, sessions)) {
+    for (const [name, transport] of everyTransport(server)) {
       await t.step(`${name}: RESOURCE_EXHAUSTED`, async () => {
-        assert.equal(await rpcCode(transport, undefined), Code.ResourceExhausted);
+        assert.equal(await booksCode(transport), Code.ResourceExhausted);
       });
     }
   } finally {
-    grpcClient.close();
-    for (const session of sessions) session.abort();
     await server.close();
   }
 });
@@ -339,20 +240,14 @@ Deno.test("deno serve (single port, least privilege): the same gate in front of 
       await refused.body?.cancel();
       assert.equal(refused.status, 401, path);
       assert.ok(refused.headers.get("ratelimit"), path);
-      const ok = await fetch(`${server.baseUrl}${path}`, {
-        headers: { authorization: `Bearer ${reader}` },
-      });
+      const ok = await fetch(`${server.baseUrl}${path}`, { headers: bearer(reader) });
       await ok.body?.cancel();
       assert.equal(ok.status, 200, path);
     }
-    const rpc = await fetch(`${server.baseUrl}/books.v1.BooksService/books`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: "{}",
-    });
+    const rpc = await connectJson(server.baseUrl);
     assert.equal(rpc.status, 401);
     assert.equal((await rpc.json()).code, "unauthenticated");
-    assert.equal((await graphqlAt(server.baseUrl)).status, 401);
+    assert.equal((await graphql(server.baseUrl, BOOKS_QUERY)).status, 401);
     assert.ok(!server.output().includes(reader));
   } finally {
     await server.stop();
@@ -375,10 +270,7 @@ Deno.test("gRPC listener over TLS: HTTP/1.1 Connect calls (no HTTP/2 stream) pas
   const call = (token?: string) =>
     fetch(`${server.grpcUrl}/books.v1.BooksService/books`, {
       method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-      },
+      headers: { "content-type": "application/json", ...bearer(token) },
       body: "{}",
       client,
     });

@@ -1,16 +1,15 @@
 import assert from "node:assert/strict";
-import { createClient } from "@connectrpc/connect";
+import type { BookProto } from "../rpc/gen/books/v1/books_pb.ts";
+import { graphql } from "./support/requests.ts";
 import {
-  createConnectTransport,
-  createGrpcTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
-import { type BookProto, BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+  booksClient,
+  connectTransport,
+  grpcJsClient,
+  grpcJsUnary,
+  grpcTransport,
+} from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
 
-const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
 const QUERY = "{ books { title year author { firstName lastName } } }";
 
 interface Book {
@@ -42,14 +41,6 @@ function fromProto(books: BookProto[]): Book[] {
 
 Deno.test("golden: REST, GraphQL and gRPC return the same books in the same order", async () => {
   const server = await startTestServer();
-  const session = new Http2SessionManager(server.grpcUrl!);
-  const definition = protoLoader.loadSync(BOOKS_PROTO, { keepCase: true, defaults: true });
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition(definition) as any;
-  const grpcJs = new pkg.books.v1.BooksService(
-    new URL(server.grpcUrl!).host,
-    grpc.credentials.createInsecure(),
-  );
   try {
     const restRes = await fetch(`${server.httpUrl}/rest/books`);
     assert.equal(restRes.status, 200);
@@ -61,32 +52,19 @@ Deno.test("golden: REST, GraphQL and gRPC return the same books in the same orde
       "titles are distinct, so order differences cannot hide",
     );
 
-    const graphqlRes = await fetch(`${server.httpUrl}/graphql`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query: QUERY }),
-    });
+    const graphqlRes = await graphql(server.httpUrl, { query: QUERY });
     assert.equal(graphqlRes.status, 200);
-    const graphql = await graphqlRes.json();
-    assert.equal(graphql.errors, undefined);
+    const graphqlBody = await graphqlRes.json();
+    assert.equal(graphqlBody.errors, undefined);
 
-    const native = await createClient(
-      BooksService,
-      createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: session }),
-    ).books({});
-    const connect = await createClient(
-      BooksService,
-      createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-    ).books({});
-    const independent = await new Promise<{ book: Book[] }>((resolve, reject) =>
-      grpcJs.books(
-        {},
-        (error: unknown, res: { book: Book[] }) => error ? reject(error) : resolve(res),
-      )
-    );
+    const native = await booksClient(grpcTransport(server.grpcUrl!)).books({});
+    const connect = await booksClient(connectTransport(server.httpUrl, "1.1")).books({});
+    const grpcJs = await grpcJsUnary<{ book: Book[] }>(grpcJsClient(server.grpcUrl!), "books");
+    assert.ifError(grpcJs.error);
+    const independent = grpcJs.response!;
 
     const answers: [string, Book[]][] = [
-      ["GraphQL POST /graphql", normal(graphql.data.books)],
+      ["GraphQL POST /graphql", normal(graphqlBody.data.books)],
       [
         "gRPC on the gRPC listener (Connect client)",
         fromProto(native.book),
@@ -99,8 +77,6 @@ Deno.test("golden: REST, GraphQL and gRPC return the same books in the same orde
     ];
     for (const [name, books] of answers) assert.deepEqual(books, rest, name);
   } finally {
-    grpcJs.close();
-    session.abort();
     await server.close();
   }
 });

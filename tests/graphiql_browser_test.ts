@@ -1,16 +1,10 @@
 import assert from "node:assert/strict";
 // Type only: importing the script's module would load playwright-core in this process.
 import type { GraphiqlReport } from "./support/graphiql_check.ts";
+import { hasChromium, runPageCheck } from "./support/browser.ts";
 import { startTestServer } from "./support/server.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-
-const hasChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
-if (!hasChromium) {
-  console.warn(
-    `graphiql_browser_test: skipped, ${CHROMIUM} is absent (apt-get install -y chromium)`,
-  );
-}
+const CHROMIUM_PRESENT = await hasChromium("graphiql_browser_test");
 
 const CHECK = new URL("./support/graphiql_check.ts", import.meta.url).pathname;
 
@@ -21,18 +15,11 @@ const CHECK = new URL("./support/graphiql_check.ts", import.meta.url).pathname;
  */
 Deno.test({
   name: "GraphiQL runs the books query in headless Chromium with no other host reachable",
-  ignore: !hasChromium,
+  ignore: !CHROMIUM_PRESENT,
   fn: async () => {
     const server = await startTestServer();
     try {
-      const run = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "--allow-all", CHECK, server.httpUrl],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const stderr = new TextDecoder().decode(run.stderr);
-      assert.equal(run.code, 0, stderr);
-      const report: GraphiqlReport = JSON.parse(new TextDecoder().decode(run.stdout));
+      const report = await runPageCheck<GraphiqlReport>(CHECK, server.httpUrl);
       console.log(`requests: ${report.requests.join(", ")}`);
       console.log(`blocked (other hosts): ${report.blocked.join(", ") || "none"}`);
 

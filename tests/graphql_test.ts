@@ -1,54 +1,33 @@
 import { entryOf } from "./support/answers.ts";
 import assert from "node:assert/strict";
 import { toJson } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { BooksResponseSchema, BooksService } from "../rpc/gen/books/v1/books_pb.ts";
-import { createLogger } from "../lib/log.ts";
+import { BooksResponseSchema } from "../rpc/gen/books/v1/books_pb.ts";
 import type { Book } from "../lib/schemas.ts";
 import { createApp } from "../server/app.ts";
 import { createBookStore } from "../store/books.ts";
 import type { Store } from "../store/store.ts";
-import { startTestServer } from "./support/server.ts";
+import { captureLogs } from "./support/logs.ts";
+import { type Answer, answerOf, type Fields, graphql } from "./support/requests.ts";
+import { booksClient, connectTransport } from "./support/rpc_clients.ts";
+import { serveEntry, startTestServer } from "./support/server.ts";
+import { stubStore } from "./support/stores.ts";
 
 const BOOKS_QUERY = "{ books { title year author { firstName lastName } } }";
 const GRAPHQL_RESPONSE = "application/graphql-response+json";
 
-interface Reply {
-  status: number;
-  type: string | null;
-  requestId: string | null;
-  // deno-lint-ignore no-explicit-any
-  body: any;
-}
-
-async function post(
-  base: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<Reply> {
-  const res = await fetch(`${base}/graphql`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    type: res.headers.get("content-type"),
-    requestId: res.headers.get("x-request-id"),
-    body: text.startsWith("{") ? JSON.parse(text) : text,
-  };
+/** `POST /graphql`, read whole. */
+async function post(base: string, body: unknown, headers: Fields = {}): Promise<Answer> {
+  return await answerOf(await graphql(base, body, headers));
 }
 
 /** Asserts a rejection without data, and that its first error has `code`; returns the errors. */
-function assertErrors(reply: Reply, status: number, code: string) {
+function assertErrors(reply: Answer, status: number, code: string) {
   assert.equal(reply.status, status, JSON.stringify(reply.body));
   assert.equal(reply.body.data, undefined);
   assert.ok(Array.isArray(reply.body.errors) && reply.body.errors.length > 0);
   assert.equal(reply.body.errors[0].extensions.code, code);
   assert.equal(typeof reply.body.errors[0].message, "string");
-  assert.match(reply.requestId ?? "", /^[0-9a-f-]{36}$/);
+  assert.match(reply.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
   return reply.body.errors as { message: string; extensions: Record<string, unknown> }[];
 }
 
@@ -72,22 +51,21 @@ Deno.test("GraphQL over a socket", async (t) => {
     await t.step("golden: the same books in the same order as GET /rest/books", async () => {
       const reply = await post(base, { query: BOOKS_QUERY });
       assert.equal(reply.status, 200);
-      assert.equal(reply.type, "application/json; charset=utf-8");
+      assert.equal(reply.headers.get("content-type"), "application/json; charset=utf-8");
       assert.equal(reply.body.errors, undefined);
       // deno-lint-ignore no-explicit-any
       const expected = rest.map(({ id: _, ...book }: any) => book);
       assert.deepEqual(reply.body.data.books, expected);
-      assert.match(reply.requestId ?? "", /^[0-9a-f-]{36}$/);
+      assert.match(reply.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
       // The second time the result comes from the cache: the client's id is still echoed.
       const again = await post(base, { query: BOOKS_QUERY }, { "x-request-id": "gql-7" });
       assert.deepEqual(again.body.data.books, expected);
-      assert.equal(again.requestId, "gql-7");
+      assert.equal(again.headers.get("x-request-id"), "gql-7");
     });
 
     await t.step("golden: gRPC's books.v1.BooksService/books returns the same books", async () => {
       // The Connect protocol over HTTP/1.1 on the main port: same service, no HTTP/2 session.
-      const transport = createConnectTransport({ baseUrl: base, httpVersion: "1.1" });
-      const response = await createClient(BooksService, transport).books({});
+      const response = await booksClient(connectTransport(base, "1.1")).books({});
       const grpcBooks = toJson(BooksResponseSchema, response) as { book: unknown[] };
       const graphql = await post(base, { query: BOOKS_QUERY });
       assert.deepEqual(grpcBooks.book, graphql.body.data.books);
@@ -156,12 +134,12 @@ Deno.test("GraphQL over a socket", async (t) => {
         accept: `${GRAPHQL_RESPONSE}, application/json;q=0.9`,
       });
       assert.equal(modern.status, 200);
-      assert.equal(modern.type, `${GRAPHQL_RESPONSE}; charset=utf-8`);
+      assert.equal(modern.headers.get("content-type"), `${GRAPHQL_RESPONSE}; charset=utf-8`);
       assert.equal(modern.body.data.books.length, rest.length);
       const legacy = await post(base, { query: "{ books { title } }" }, {
         accept: `${GRAPHQL_RESPONSE};q=0.5, application/json`,
       });
-      assert.equal(legacy.type, "application/json; charset=utf-8");
+      assert.equal(legacy.headers.get("content-type"), "application/json; charset=utf-8");
       assertErrors(
         await post(base, { query: BOOKS_QUERY }, { accept: "text/xml" }),
         406,
@@ -185,7 +163,7 @@ Deno.test("GraphQL over a socket", async (t) => {
       assert.deepEqual(legacy.body.errors[0].locations, [{ line: 1, column: 17 }]);
       const modern = await post(base, { query: "{ books { title " }, { accept: GRAPHQL_RESPONSE });
       assertErrors(modern, 400, "invalid-parameter");
-      assert.equal(modern.type, `${GRAPHQL_RESPONSE}; charset=utf-8`);
+      assert.equal(modern.headers.get("content-type"), `${GRAPHQL_RESPONSE}; charset=utf-8`);
     });
 
     await t.step("validation errors: unknown field, mutation, subscription", async () => {
@@ -345,7 +323,7 @@ Deno.test("GraphQL over a socket", async (t) => {
 
     await t.step("every response carries X-Request-Id; a client's is echoed", async () => {
       const reply = await post(base, { query: "{ nope }" }, { "x-request-id": "trace-42" });
-      assert.equal(reply.requestId, "trace-42");
+      assert.equal(reply.headers.get("x-request-id"), "trace-42");
     });
 
     await t.step("limit rejections are logged with the request id, never the query", () => {
@@ -408,34 +386,15 @@ function storeWithFailingBook(): Store {
     },
   } as Book;
   const catalogue = Object.freeze([...good.list(), bad]);
-  const fail = () => Promise.reject(new Error("unused"));
-  return {
-    books: { ...good, list: () => catalogue },
-    addresses: {
-      create: fail,
-      get: fail,
-      put: fail,
-      putAt: fail,
-      patch: fail,
-      delete: fail,
-      list: fail,
-      exportAll: async function* () {
-        await fail();
-        yield* [];
-      },
-      erase: fail,
-    },
-    ping: () => Promise.resolve(),
-  };
+  return stubStore({ ...good, list: () => catalogue }, () => Promise.reject(new Error("unused")));
 }
 
 Deno.test("an unexpected resolver failure is masked, logged with the request id", async () => {
-  const lines: string[] = [];
-  const logger = createLogger({ write: (text) => lines.push(text) });
+  const { logger, lines } = captureLogs("info");
   const app = createApp({ store: storeWithFailingBook(), logger, maxBodyBytes: 1024 });
-  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, entryOf(app));
+  const http = serveEntry(entryOf(app));
   try {
-    const base = `http://127.0.0.1:${http.addr.port}`;
+    const base = http.url;
     for (const accept of ["application/json", GRAPHQL_RESPONSE]) {
       const reply = await post(base, { query: "{ books { title year } }" }, { accept });
       // A field error keeps the data that could be resolved (GraphQL-over-HTTP: data means 200).
@@ -444,8 +403,8 @@ Deno.test("an unexpected resolver failure is masked, logged with the request id"
       assert.equal(reply.body.errors.length, 1);
       const [error] = reply.body.errors;
       assert.equal(error.extensions.code, "internal");
-      assert.equal(error.extensions.requestId, reply.requestId);
-      assert.ok(error.message.includes(reply.requestId!), error.message);
+      assert.equal(error.extensions.requestId, reply.headers.get("x-request-id"));
+      assert.ok(error.message.includes(reply.headers.get("x-request-id")!), error.message);
       assert.deepEqual(error.path, ["books", 1, "title"]);
       assert.ok(!JSON.stringify(reply.body).includes("disk on fire"));
     }
@@ -454,14 +413,18 @@ Deno.test("an unexpected resolver failure is masked, logged with the request id"
     assert.deepEqual(years.body, { data: { books: [{ year: 2000 }, { year: 2001 }] } });
     await new Promise((r) => setTimeout(r, 10));
     logger.flush();
-    const logged = lines.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l))
-      .filter((l) => l.msg === "graphql field failed");
+    const logged = lines.filter((l) => l.msg === "graphql field failed") as {
+      error: string;
+      stack: string;
+      path: string;
+      requestId: string;
+    }[];
     assert.equal(logged.length, 2);
-    assert.match(logged[0].error, /disk on fire/);
-    assert.match(logged[0].stack, /get title/);
-    assert.equal(logged[0].path, "books.1.title");
-    assert.match(logged[0].requestId, /^[0-9a-f-]{36}$/);
+    assert.match(logged[0]!.error, /disk on fire/);
+    assert.match(logged[0]!.stack, /get title/);
+    assert.equal(logged[0]!.path, "books.1.title");
+    assert.match(logged[0]!.requestId, /^[0-9a-f-]{36}$/);
   } finally {
-    await http.shutdown();
+    await http.close();
   }
 });

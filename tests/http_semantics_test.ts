@@ -1,44 +1,35 @@
 import assert from "node:assert/strict";
+import {
+  type AddressBook,
+  addressBook,
+  errorCode,
+  MERGE_PATCH as MERGE,
+  sendJson,
+  V2,
+} from "./support/requests.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 
-const V2 = "application/vnd.books.v2+json";
-const MERGE = "application/merge-patch+json";
 const ADA = { name: "Ada Lovelace", city: "London", postalCode: "W1J 7NT" };
 const GRACE = { name: "Grace Hopper", city: "Arlington", postalCode: "22201" };
 const MAX = Number.MAX_SAFE_INTEGER;
 
-function send(
-  base: string,
-  method: string,
-  path: string,
-  body: unknown,
-  headers: Record<string, string> = { "content-type": "application/json" },
-) {
-  return fetch(`${base}${path}`, {
-    method,
-    headers,
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-}
-
-async function errorCode(res: Response): Promise<string> {
-  return (await res.json()).errors[0].error;
-}
-
-async function stored(base: string, id: number): Promise<unknown> {
-  const res = await fetch(`${base}/addresses/${id}`);
+/** The address as stored, or the status of its read when there is none. */
+async function stored(api: AddressBook, id: number): Promise<unknown> {
+  const res = await api.get(id);
   return res.status === 200 ? await res.json() : res.status;
 }
 
-async function allIds(base: string): Promise<number[]> {
-  const page = await (await fetch(`${base}/addresses?limit=500`)).json();
-  return page.addresses.map((a: { id: number }) => a.id);
+async function allIds(api: AddressBook): Promise<number[]> {
+  return (await api.listAll()).map((a) => a.id);
 }
 
-async function withServer(fn: (server: TestServer) => Promise<void>): Promise<void> {
+/** Runs `fn` against a fresh server (no gRPC listener) and its anonymous address book. */
+async function withServer(
+  fn: (server: TestServer, api: AddressBook) => Promise<void>,
+): Promise<void> {
   const server = await startTestServer({ GRPC_PORT: "off" });
   try {
-    await fn(server);
+    await fn(server, addressBook(server.httpUrl));
   } finally {
     await server.close();
   }
@@ -72,10 +63,12 @@ Deno.test("GET / links to every resource, and each link answers", async () => {
     }
     const book = await fetch(`${base}${links.book.href.replace("{id}", "1")}`);
     assert.equal((await book.json()).id, 1);
-    const graphql = await send(base, "POST", links.graphql.href, { query: "{ books { title } }" });
+    const graphql = await sendJson(`${base}${links.graphql.href}`, "POST", {
+      query: "{ books { title } }",
+    });
     assert.equal(graphql.status, 200);
     assert.ok((await graphql.json()).data.books.length > 0);
-    const grpc = await send(base, "POST", links.grpc.href, {});
+    const grpc = await sendJson(`${base}${links.grpc.href}`, "POST", {});
     assert.equal(grpc.status, 200);
     assert.ok((await grpc.json()).book.length > 0);
     // The vendor types are echoed; another type is 406.
@@ -89,35 +82,35 @@ Deno.test("GET / links to every resource, and each link answers", async () => {
 });
 
 Deno.test("version 2 PUT: created at the path id, replaced whole, idempotent", async (t) => {
-  await withServer(async ({ httpUrl: base }) => {
+  await withServer(async ({ httpUrl: base }, api) => {
     await t.step("absent id: 201 at that id, Location of the path, v2 type", async () => {
-      const res = await send(base, "PUT", "/addresses/40", ADA, { "content-type": V2 });
+      const res = await api.put(40, ADA, { "content-type": V2 });
       assert.equal(res.status, 201);
       assert.equal(res.headers.get("location"), "/addresses/40");
       assert.equal(res.headers.get("content-type"), V2);
       assert.equal(res.headers.get("vary"), "Accept");
       assert.match(res.headers.get("etag") ?? "", /^"[0-9a-f]{20}"$/);
       assert.deepEqual(await res.json(), { id: 40, ...ADA });
-      assert.deepEqual(await stored(base, 40), { id: 40, ...ADA });
+      assert.deepEqual(await stored(api, 40), { id: 40, ...ADA });
     });
     await t.step("existing: replaced whole, name included (200)", async () => {
-      const res = await send(base, "PUT", "/addresses/40", GRACE, { "content-type": V2 });
+      const res = await api.put(40, GRACE, { "content-type": V2 });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get("location"), null);
       assert.deepEqual(await res.json(), { id: 40, ...GRACE });
-      assert.deepEqual(await stored(base, 40), { id: 40, ...GRACE });
+      assert.deepEqual(await stored(api, 40), { id: 40, ...GRACE });
     });
     await t.step("repeating leaves the same state", async () => {
       for (let i = 0; i < 3; i++) {
-        const res = await send(base, "PUT", "/addresses/40", GRACE, { "content-type": V2 });
+        const res = await api.put(40, GRACE, { "content-type": V2 });
         assert.equal(res.status, 200);
         await res.body?.cancel();
       }
-      assert.deepEqual(await stored(base, 40), { id: 40, ...GRACE });
-      assert.deepEqual(await allIds(base), [40]);
+      assert.deepEqual(await stored(api, 40), { id: 40, ...GRACE });
+      assert.deepEqual(await allIds(api), [40]);
     });
     await t.step("v2 by Accept alone; the type in any case with parameters", async () => {
-      const byAccept = await send(base, "PUT", "/addresses/41", ADA, {
+      const byAccept = await api.put(41, ADA, {
         "content-type": "application/json",
         "accept": V2,
       });
@@ -125,7 +118,7 @@ Deno.test("version 2 PUT: created at the path id, replaced whole, idempotent", a
       assert.equal(byAccept.headers.get("content-type"), V2);
       assert.equal(byAccept.headers.get("location"), "/addresses/41");
       await byAccept.body?.cancel();
-      const odd = await send(base, "PUT", "/addresses/42", ADA, {
+      const odd = await api.put(42, ADA, {
         "content-type": "Application/VND.Books.V2+JSON ; charset=UTF-8",
       });
       assert.equal(odd.status, 201);
@@ -133,59 +126,59 @@ Deno.test("version 2 PUT: created at the path id, replaced whole, idempotent", a
     });
     await t.step("ids near 2^53 - 1", async () => {
       for (const id of [MAX, MAX - 1]) {
-        const res = await send(base, "PUT", `/addresses/${id}`, ADA, { "content-type": V2 });
+        const res = await api.put(id, ADA, { "content-type": V2 });
         assert.equal(res.status, 201, String(id));
         assert.equal(res.headers.get("location"), `/addresses/${id}`);
         // The JSON number is exact.
         assert.equal(JSON.parse(await res.text()).id, id);
-        assert.deepEqual(await stored(base, id), { id, ...ADA });
+        assert.deepEqual(await stored(api, id), { id, ...ADA });
       }
       for (const id of [String(MAX + 1), "9007199254740993", "99999999999999999"]) {
-        const res = await send(base, "PUT", `/addresses/${id}`, ADA, { "content-type": V2 });
+        const res = await api.put(id, ADA, { "content-type": V2 });
         assert.equal(res.status, 400, id);
         assert.equal(await errorCode(res), "invalid-parameter");
       }
     });
     await t.step("POST never hands out an id a PUT created", async () => {
       for (const id of [1, 2, 4]) {
-        const res = await send(base, "PUT", `/addresses/${id}`, ADA, { "content-type": V2 });
+        const res = await api.put(id, ADA, { "content-type": V2 });
         assert.equal(res.status, 201);
         await res.body?.cancel();
       }
       const ids = [];
       for (let i = 0; i < 3; i++) {
-        const res = await send(base, "POST", "/addresses", GRACE);
+        const res = await api.create(GRACE);
         assert.equal(res.status, 201);
         ids.push((await res.json()).id);
       }
       assert.deepEqual(ids, [3, 5, 6]);
-      assert.deepEqual(await stored(base, 1), { id: 1, ...ADA });
-      assert.deepEqual(await allIds(base), [1, 2, 3, 4, 5, 6, 40, 41, 42, MAX - 1, MAX]);
+      assert.deepEqual(await stored(api, 1), { id: 1, ...ADA });
+      assert.deepEqual(await allIds(api), [1, 2, 3, 4, 5, 6, 40, 41, 42, MAX - 1, MAX]);
     });
     await t.step("v2 If-Match: stale is 412, current replaces, on an absent id 412", async () => {
       const current = (await fetch(`${base}/addresses/40`)).headers.get("etag")!;
-      const stale = await send(base, "PUT", "/addresses/40", ADA, {
+      const stale = await api.put(40, ADA, {
         "content-type": V2,
         "if-match": '"00000000000000010000"',
       });
       assert.equal(stale.status, 412);
       assert.equal(await errorCode(stale), "precondition-failed");
-      const ok = await send(base, "PUT", "/addresses/40", ADA, {
+      const ok = await api.put(40, ADA, {
         "content-type": V2,
         "if-match": current,
       });
       assert.equal(ok.status, 200);
       await ok.body?.cancel();
-      const absent = await send(base, "PUT", "/addresses/77", ADA, {
+      const absent = await api.put(77, ADA, {
         "content-type": V2,
         "if-match": "*",
       });
       assert.equal(absent.status, 412);
       await absent.body?.cancel();
-      assert.equal(await stored(base, 77), 404);
+      assert.equal(await stored(api, 77), 404);
     });
     await t.step("version 1 is unchanged: name kept, absent id gets a generated id", async () => {
-      const existing = await send(base, "PUT", "/addresses/40", GRACE);
+      const existing = await api.put(40, GRACE);
       assert.equal(existing.status, 200);
       assert.equal(existing.headers.get("content-type"), "application/json");
       assert.deepEqual(await existing.json(), {
@@ -194,20 +187,20 @@ Deno.test("version 2 PUT: created at the path id, replaced whole, idempotent", a
         city: GRACE.city,
         postalCode: GRACE.postalCode,
       });
-      const absent = await send(base, "PUT", "/addresses/500", ADA, {
+      const absent = await api.put(500, ADA, {
         "content-type": "application/vnd.books.v1+json",
       });
       assert.equal(absent.status, 201);
       const body = await absent.json();
       assert.equal(body.id, 7);
       assert.equal(absent.headers.get("location"), "/addresses/7");
-      assert.equal(await stored(base, 500), 404);
+      assert.equal(await stored(api, 500), 404);
     });
   });
 });
 
 Deno.test("another owner's address: not found, v1 PUT creates anew, v2 PUT is id-taken", async () => {
-  await withServer(async ({ httpUrl: base, kvPath }) => {
+  await withServer(async ({ httpUrl: base, kvPath }, api) => {
     // An address of another owner, written as the store writes it (as if created with a token).
     const theirs = { id: 5, ...GRACE };
     {
@@ -217,24 +210,22 @@ Deno.test("another owner's address: not found, v1 PUT creates anew, v2 PUT is id
         .set(["owner_addresses", "bob", 5], theirs)
         .commit();
     }
-    assert.equal(await stored(base, 5), 404);
-    assert.deepEqual(await allIds(base), []);
-    const patch = await send(base, "PATCH", "/addresses/5", { city: "X" }, {
-      "content-type": MERGE,
-    });
+    assert.equal(await stored(api, 5), 404);
+    assert.deepEqual(await allIds(api), []);
+    const patch = await api.patch(5, { city: "X" });
     assert.equal(patch.status, 404);
     assert.equal(await errorCode(patch), "address-not-found");
     const del = await fetch(`${base}/addresses/5`, { method: "DELETE" });
     assert.equal(del.status, 404);
     await del.body?.cancel();
-    const v2 = await send(base, "PUT", "/addresses/5", ADA, { "content-type": V2 });
+    const v2 = await api.put(5, ADA, { "content-type": V2 });
     assert.equal(v2.status, 409);
     assert.equal(await errorCode(v2), "id-taken");
-    const v1 = await send(base, "PUT", "/addresses/5", ADA);
+    const v1 = await api.put(5, ADA);
     assert.equal(v1.status, 201);
     const created = await v1.json();
     assert.notEqual(created.id, 5);
-    assert.deepEqual(await allIds(base), [created.id]);
+    assert.deepEqual(await allIds(api), [created.id]);
     // Bob's address is untouched.
     await using kv = await Deno.openKv(kvPath);
     assert.deepEqual((await kv.get(["addresses", 5])).value, { owner: "bob", address: theirs });
@@ -244,11 +235,11 @@ Deno.test("another owner's address: not found, v1 PUT creates anew, v2 PUT is id
 });
 
 Deno.test("PATCH with JSON Merge Patch", async (t) => {
-  await withServer(async ({ httpUrl: base }) => {
-    const created = await (await send(base, "POST", "/addresses", ADA)).json();
+  await withServer(async ({ httpUrl: base }, api) => {
+    const created = await (await api.create(ADA)).json();
     const path = `/addresses/${created.id}`;
     const patch = (body: unknown, headers: Record<string, string> = {}) =>
-      send(base, "PATCH", path, body, { "content-type": MERGE, ...headers });
+      api.patch(created.id, body, headers);
 
     await t.step("only the members sent change; unknown members are ignored", async () => {
       const res = await patch({ city: "Paris", extra: 1 });
@@ -256,7 +247,7 @@ Deno.test("PATCH with JSON Merge Patch", async (t) => {
       assert.equal(res.headers.get("content-type"), "application/json");
       assert.match(res.headers.get("etag") ?? "", /^"[0-9a-f]{20}"$/);
       assert.deepEqual(await res.json(), { ...created, city: "Paris" });
-      assert.deepEqual(await stored(base, created.id), { ...created, city: "Paris" });
+      assert.deepEqual(await stored(api, created.id), { ...created, city: "Paris" });
     });
     await t.step("an empty patch changes nothing, ETag included", async () => {
       const before = (await fetch(`${base}${path}`)).headers.get("etag");
@@ -273,7 +264,7 @@ Deno.test("PATCH with JSON Merge Patch", async (t) => {
       }
       const both = await patch({ name: null, city: null });
       assert.equal((await both.json()).errors.length, 2);
-      assert.deepEqual(await stored(base, created.id), { ...created, city: "Paris" });
+      assert.deepEqual(await stored(api, created.id), { ...created, city: "Paris" });
     });
     await t.step("not an object: 400 invalid-body", async () => {
       for (const body of ["[]", '"x"', "null", "{", ""]) {
@@ -293,7 +284,7 @@ Deno.test("PATCH with JSON Merge Patch", async (t) => {
           "",
         ]
       ) {
-        const res = await send(base, "PATCH", path, { city: "Rome" }, { "content-type": type });
+        const res = await api.patch(created.id, { city: "Rome" }, { "content-type": type });
         if (type === "application/merge-patch+json;;;=") {
           // The media type decides, parameters are not judged.
           assert.equal(res.status, 200, type);
@@ -326,14 +317,10 @@ Deno.test("PATCH with JSON Merge Patch", async (t) => {
       assert.equal((await star.json()).name, "Ada King");
     });
     await t.step("absent id 404, malformed id 400", async () => {
-      const absent = await send(base, "PATCH", "/addresses/999", { city: "X" }, {
-        "content-type": MERGE,
-      });
+      const absent = await api.patch(999, { city: "X" });
       assert.equal(absent.status, 404);
       assert.equal(await errorCode(absent), "address-not-found");
-      const bad = await send(base, "PATCH", "/addresses/abc", { city: "X" }, {
-        "content-type": MERGE,
-      });
+      const bad = await api.patch("abc", { city: "X" });
       assert.equal(bad.status, 400);
       assert.equal(await errorCode(bad), "invalid-parameter");
     });
@@ -346,7 +333,7 @@ Deno.test("PATCH with JSON Merge Patch", async (t) => {
       assert.equal(collection.headers.get("accept-patch"), null);
     });
     await t.step("PATCH on the collection is 405", async () => {
-      const res = await send(base, "PATCH", "/addresses", {}, { "content-type": MERGE });
+      const res = await sendJson(`${base}/addresses`, "PATCH", {}, { "content-type": MERGE });
       assert.equal(res.status, 405);
       assert.match(res.headers.get("allow") ?? "", /POST/);
       await res.body?.cancel();
@@ -355,11 +342,11 @@ Deno.test("PATCH with JSON Merge Patch", async (t) => {
 });
 
 Deno.test("conditional reads: strong ETags and 304", async (t) => {
-  await withServer(async ({ httpUrl: base }) => {
+  await withServer(async ({ httpUrl: base }, api) => {
     await t.step(
       "an address: 304 while unchanged, 200 with a new ETag after a change",
       async () => {
-        const created = await send(base, "POST", "/addresses", ADA);
+        const created = await api.create(ADA);
         const etag = created.headers.get("etag")!;
         const id = (await created.json()).id;
         const first = await fetch(`${base}/addresses/${id}`);
@@ -376,9 +363,7 @@ Deno.test("conditional reads: strong ETags and 304", async (t) => {
           assert.equal(res.headers.get("vary"), "Accept");
           assert.equal(await res.text(), "");
         }
-        const changed = await send(base, "PATCH", `/addresses/${id}`, { city: "Bath" }, {
-          "content-type": MERGE,
-        });
+        const changed = await api.patch(id, { city: "Bath" });
         const newEtag = changed.headers.get("etag");
         await changed.body?.cancel();
         const after = await fetch(`${base}/addresses/${id}`, {
@@ -425,7 +410,7 @@ Deno.test("conditional reads: strong ETags and 304", async (t) => {
 });
 
 Deno.test("body types: POST and PUT take JSON and the vendor types, anything else 415", async () => {
-  await withServer(async ({ httpUrl: base }) => {
+  await withServer(async ({ httpUrl: base }, api) => {
     for (
       const type of [
         "application/json",
@@ -434,7 +419,7 @@ Deno.test("body types: POST and PUT take JSON and the vendor types, anything els
         "application/vnd.books.v2+json; q=1",
       ]
     ) {
-      const res = await send(base, "POST", "/addresses", ADA, { "content-type": type });
+      const res = await api.create(ADA, { "content-type": type });
       assert.equal(res.status, 201, type);
       await res.body?.cancel();
     }
@@ -450,7 +435,7 @@ Deno.test("body types: POST and PUT take JSON and the vendor types, anything els
       ]
     ) {
       for (const [method, path] of [["POST", "/addresses"], ["PUT", "/addresses/1"]]) {
-        const res = await send(base, method!, path!, ADA, { "content-type": type });
+        const res = await sendJson(`${base}${path}`, method!, ADA, { "content-type": type });
         assert.equal(res.status, 415, `${method} ${type}`);
         assert.equal(await errorCode(res), "unsupported-media-type");
       }

@@ -1,23 +1,23 @@
 import assert from "node:assert/strict";
 import { AppError } from "../lib/errors.ts";
 import { openAddressStore } from "../store/addresses.ts";
+import {
+  addressBook,
+  type Fields,
+  idempotencyKey,
+  MERGE_PATCH,
+  sendJson,
+} from "./support/requests.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
 
 const ADA = { name: "Ada Lovelace", city: "London", postalCode: "W1J 7NT" };
 const GRACE = { name: "Grace Hopper", city: "Arlington", postalCode: "22201" };
 
-function post(base: string, body: unknown, key?: string, headers: Record<string, string> = {}) {
-  return fetch(`${base}/addresses`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      ...(key === undefined ? {} : { "idempotency-key": key }),
-      ...headers,
-    },
-    body: JSON.stringify(body),
-  });
+function post(base: string, body: unknown, key?: string, headers: Fields = {}) {
+  return addressBook(base).create(body, { ...idempotencyKey(key), ...headers });
 }
 
+/** What a replay must repeat: status, Location, ETag and body. */
 async function answer(res: Response) {
   return {
     status: res.status,
@@ -28,8 +28,7 @@ async function answer(res: Response) {
 }
 
 async function addressCount(base: string): Promise<number> {
-  const page = await (await fetch(`${base}/addresses?limit=500`)).json();
-  return page.addresses.length;
+  return (await addressBook(base).listAll()).length;
 }
 
 Deno.test("Idempotency-Key over a socket", async (t) => {
@@ -54,10 +53,8 @@ Deno.test("Idempotency-Key over a socket", async (t) => {
     );
     await t.step("the replay is the first response even after the address changed", async () => {
       const first = await answer(await post(base, GRACE, "order-2"));
-      const patched = await fetch(`${base}${first.location}`, {
-        method: "PATCH",
-        headers: { "content-type": "application/merge-patch+json" },
-        body: JSON.stringify({ city: "Bath" }),
+      const patched = await sendJson(`${base}${first.location}`, "PATCH", { city: "Bath" }, {
+        "content-type": MERGE_PATCH,
       });
       await patched.body?.cancel();
       assert.deepEqual(await answer(await post(base, GRACE, "order-2")), first);

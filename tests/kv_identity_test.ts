@@ -1,35 +1,17 @@
 import assert from "node:assert/strict";
-import { type ServerProcess, spawnServer } from "./support/server.ts";
+import { spawnServer } from "./support/server.ts";
 import { waitFor } from "./support/process.ts";
-
-const JSON_TYPE = { "content-type": "application/json" };
-
-async function create(base: string, name: string): Promise<Response> {
-  return await fetch(`${base}/addresses`, {
-    method: "POST",
-    headers: JSON_TYPE,
-    body: JSON.stringify({ name, city: "Berlin", postalCode: "10115" }),
-  });
-}
-
-async function listAll(base: string): Promise<unknown[]> {
-  return (await (await fetch(`${base}/addresses?limit=500`)).json()).addresses;
-}
-
-function logLines(server: ServerProcess, msg: string): Record<string, unknown>[] {
-  return server.output().split("\n").filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === msg);
-}
+import { waitForLine } from "./support/logs.ts";
+import { addressBook, answerOf, named } from "./support/requests.ts";
 
 async function readyStatus(base: string): Promise<{ status: number; code?: string }> {
-  const response = await fetch(`${base}/readyz`);
-  const body = await response.json();
-  return { status: response.status, code: body.errors?.[0]?.error };
+  const { status, body } = await answerOf(await fetch(`${base}/readyz`));
+  return { status, code: body.errors?.[0]?.error };
 }
 
 /** Asserts a create is refused the way a client can act on, and returns nothing acknowledged. */
 async function assertRefused(base: string, name: string): Promise<void> {
-  const response = await create(base, name);
+  const response = await addressBook(base).create(named(name));
   assert.equal(response.status, 503);
   assert.equal(response.headers.get("retry-after"), "5");
   assert.equal((await response.json()).errors[0].error, "storage-unavailable");
@@ -44,7 +26,7 @@ Deno.test("KV file moved away under a running server: creates refused, readiness
     const acknowledged = [];
     try {
       for (let i = 0; i < 3; i++) {
-        acknowledged.push(await (await create(server.httpUrl, `a${i}`)).json());
+        acknowledged.push(await (await addressBook(server.httpUrl).create(named(`a${i}`))).json());
       }
 
       await Deno.rename(kvPath, `${dir}/elsewhere.sqlite3`);
@@ -54,7 +36,7 @@ Deno.test("KV file moved away under a running server: creates refused, readiness
         code: "storage-unavailable",
       });
       await assertRefused(server.httpUrl, "still away");
-      const lost = await waitFor("the error line", () => logLines(server, "kv file deleted")[0]);
+      const lost = await waitForLine(server.lines, "kv file deleted");
       assert.equal(lost.level, "error");
       assert.equal(lost.path, kvPath);
       assert.equal(lost.writes, "refused");
@@ -63,14 +45,15 @@ Deno.test("KV file moved away under a running server: creates refused, readiness
       await waitFor("readiness once the file is back", async () => {
         return (await readyStatus(server.httpUrl)).status === 200 ? true : undefined;
       });
-      const after = await create(server.httpUrl, "after");
+      const after = await addressBook(server.httpUrl).create(named("after"));
       assert.equal(after.status, 201);
       acknowledged.push(await after.json());
-      assert.equal(logLines(server, "kv file deleted").length, 1, "one line, not one per write");
-      const back = await waitFor(
-        "the line when it ends",
-        () => logLines(server, "kv file back")[0],
+      assert.equal(
+        server.lines().filter((l) => l.msg === "kv file deleted").length,
+        1,
+        "one line, not one per write",
       );
+      const back = await waitForLine(server.lines, "kv file back");
       assert.ok((back.failures as number) >= 2, `refused writes counted: ${back.failures}`);
     } finally {
       assert.equal(await server.stop(), 0);
@@ -78,7 +61,7 @@ Deno.test("KV file moved away under a running server: creates refused, readiness
 
     const again = await spawnServer(env);
     try {
-      assert.deepEqual(await listAll(again.httpUrl), acknowledged);
+      assert.deepEqual(await addressBook(again.httpUrl).listAll(), acknowledged);
     } finally {
       assert.equal(await again.stop(), 0);
     }
@@ -96,7 +79,7 @@ Deno.test("KV file replaced by a restore under a running server: creates refused
     const acknowledged: { id: number }[] = [];
     try {
       for (let i = 0; i < 3; i++) {
-        acknowledged.push(await (await create(server.httpUrl, `r${i}`)).json());
+        acknowledged.push(await (await addressBook(server.httpUrl).create(named(`r${i}`))).json());
       }
 
       // A backup taken now (entry by entry, as a tool on a live KV would) and moved over the file.
@@ -117,7 +100,7 @@ Deno.test("KV file replaced by a restore under a running server: creates refused
         status: 503,
         code: "storage-unavailable",
       });
-      const lines = logLines(server, "kv file replaced");
+      const lines = server.lines().filter((l) => l.msg === "kv file replaced");
       assert.equal(lines.length, 1);
       assert.equal(lines[0]!.path, kvPath);
       assert.deepEqual(lines[0]!.opened, { dev: before.dev, ino: before.ino });
@@ -128,8 +111,12 @@ Deno.test("KV file replaced by a restore under a running server: creates refused
 
     const again = await spawnServer(env);
     try {
-      assert.deepEqual(await listAll(again.httpUrl), acknowledged, "every acknowledged address");
-      const next = await (await create(again.httpUrl, "next")).json();
+      assert.deepEqual(
+        await addressBook(again.httpUrl).listAll(),
+        acknowledged,
+        "every acknowledged address",
+      );
+      const next = await (await addressBook(again.httpUrl).create(named("next"))).json();
       assert.equal(next.id, Math.max(...acknowledged.map((a) => a.id)) + 1, "ids go on");
     } finally {
       assert.equal(await again.stop(), 0);

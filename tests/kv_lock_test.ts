@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { freePort, spawnDeno, type Spawned, statusOf, waitFor } from "./support/process.ts";
+import { waitForLine } from "./support/logs.ts";
+import { type MainProcess, spawnMainOnFreePorts, statusOf } from "./support/process.ts";
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
 const HOLDER = new URL("./support/hold_kv_lock.ts", import.meta.url).pathname;
 
 Deno.test("KV locked at start: the log names the lock, its holder and the path; start-up goes on once it is released", async () => {
@@ -18,26 +18,14 @@ Deno.test("KV locked at start: the log names the lock, its holder and the path; 
     stderr: "inherit",
   }).spawn();
   const holderOut = holder.stdout.getReader();
-  const port = freePort();
-  let server: Spawned | undefined;
+  let server: MainProcess | undefined;
   try {
     const first = await holderOut.read();
     assert.equal(new TextDecoder().decode(first.value).trim(), "locked");
 
-    server = spawnDeno(
-      ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-run", MAIN],
-      // The key written above makes it a KV from before layout versions: migrated at start.
-      {
-        PORT: String(port),
-        GRPC_PORT: "off",
-        HOST: "127.0.0.1",
-        KV_PATH: kvPath,
-        MIGRATE_ON_START: "true",
-      },
-    );
-    const line = await waitFor("the kv locked line", () => {
-      return server!.lines().find((l) => l.msg === "kv locked");
-    });
+    // The key written above makes it a KV from before layout versions: migrated at start.
+    server = spawnMainOnFreePorts({ GRPC_PORT: "off", KV_PATH: kvPath, MIGRATE_ON_START: "true" });
+    const line = await waitForLine(server.lines, "kv locked");
     assert.equal(line.level, "warn");
     assert.equal(line.waitedS, 0, "named before opening waits");
     assert.equal(line.path, kvPath);
@@ -45,12 +33,12 @@ Deno.test("KV locked at start: the log names the lock, its holder and the path; 
       line.lock,
       `write lock on kv.sqlite3 (exclusive) held by pid ${holder.pid} (deno)`,
     );
-    assert.equal(await statusOf(`http://127.0.0.1:${port}/readyz`), undefined, "not listening");
+    assert.equal(await statusOf(`${server.baseUrl}/readyz`), undefined, "not listening");
 
     await holder.stdin.close();
     assert.equal((await holder.status).code, 0);
-    await waitFor("start-up", () => server!.lines().find((l) => l.msg === "listening"));
-    assert.equal(await statusOf(`http://127.0.0.1:${port}/readyz`), 200);
+    await waitForLine(server.lines, "listening", "start-up");
+    assert.equal(await statusOf(`${server.baseUrl}/readyz`), 200);
     const released = server.lines().find((l) => l.msg === "kv lock released");
     assert.equal(released?.path, kvPath);
     assert.ok(

@@ -14,6 +14,8 @@ import {
   withKv,
   writeLayout1,
 } from "./support/kv_tools.ts";
+import { runMain } from "./support/process.ts";
+import { addressBook, bearer } from "./support/requests.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
 import { serveMain } from "./support/served.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
@@ -21,7 +23,6 @@ import { hsToken, SECRET } from "./support/tokens.ts";
 const FIXTURE: Layout1Fixture = JSON.parse(
   await Deno.readTextFile(new URL("./fixtures/layout1_kv.json", import.meta.url)),
 );
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
 
 async function tempKv(): Promise<{ path: string; dir: string }> {
   const dir = await Deno.makeTempDir({ prefix: "books-layout-" });
@@ -30,14 +31,9 @@ async function tempKv(): Promise<{ path: string; dir: string }> {
 
 /** Starts main.ts and expects it to stop at start-up; returns its exit code and its lines. */
 async function refusedStart(env: Record<string, string>): Promise<{ code: number; line: string }> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN],
-    env: { PORT: "0", GRPC_PORT: "off", HOST: "127.0.0.1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  const out = await runMain({ PORT: "0", GRPC_PORT: "off", HOST: "127.0.0.1", ...env });
   // Deno's own warning about the default export (docs/running.md) is not ours.
-  const lines = new TextDecoder().decode(out.stderr).split("\n")
+  const lines = out.stderr.split("\n")
     .filter((l) => l !== "" && !l.startsWith("warning: Detected export default"));
   assert.equal(lines.length, 1, lines.join("\n"));
   return { code: out.code, line: lines[0]! };
@@ -136,11 +132,10 @@ Deno.test("today's KV (layout 1, the fixture): refused without a migration, then
       const page = await (await fetch(`${open.httpUrl}/addresses`)).json();
       assert.deepEqual(page.addresses, FIXTURE.listed[""]);
       // The key today's server stored still replays.
-      const replay = await fetch(`${open.httpUrl}/addresses`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "idempotency-key": "anon-key-1" },
-        body: JSON.stringify({ name: "Keyed Anon", city: "Köln", postalCode: "50667" }),
-      });
+      const replay = await addressBook(open.httpUrl).create(
+        { name: "Keyed Anon", city: "Köln", postalCode: "50667" },
+        { "idempotency-key": "anon-key-1" },
+      );
       assert.equal(replay.headers.get("idempotent-replayed"), "true");
       assert.equal((await replay.json()).id, 4);
     } finally {
@@ -150,18 +145,13 @@ Deno.test("today's KV (layout 1, the fixture): refused without a migration, then
     try {
       const scope = "addresses:read addresses:write";
       for (const owner of ["alice", "bob"]) {
-        const token = await hsToken({ sub: owner, scope });
-        const auth = { authorization: `Bearer ${token}` };
+        const auth = bearer(await hsToken({ sub: owner, scope }));
         const page = await (await fetch(`${secured.httpUrl}/addresses`, { headers: auth })).json();
         assert.deepEqual(page.addresses, FIXTURE.listed[owner], owner);
       }
       // POST continues after today's counter (15) and still skips the v2 PUT at 1000.
-      const bob = { authorization: `Bearer ${await hsToken({ sub: "bob", scope })}` };
-      const next = await fetch(`${secured.httpUrl}/addresses`, {
-        method: "POST",
-        headers: { ...bob, "content-type": "application/json" },
-        body: JSON.stringify(addressOf(0)),
-      });
+      const bob = bearer(await hsToken({ sub: "bob", scope }));
+      const next = await addressBook(secured.httpUrl, bob).create(addressOf(0));
       assert.equal((await next.json()).id, 16);
     } finally {
       await secured.stop();
@@ -247,12 +237,8 @@ Deno.test("a KV of a newer layout: the server, migrate and export refuse it with
 
 Deno.test("a running server stops writing once a migration begins; reads go on, readiness turns 503", async () => {
   const server = await startTestServer({ GRPC_PORT: "off" });
-  const post = () =>
-    fetch(`${server.httpUrl}/addresses`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(addressOf(1)),
-    });
+  const api = addressBook(server.httpUrl);
+  const post = () => api.create(addressOf(1));
   try {
     assert.equal((await post()).status, 201);
     assert.equal((await fetch(`${server.httpUrl}/readyz`)).status, 200);
@@ -265,7 +251,7 @@ Deno.test("a running server stops writing once a migration begins; reads go on, 
     const refused = await post();
     assert.equal(refused.status, 503);
     assert.equal((await refused.json()).errors[0].error, "service-unavailable");
-    const deleted = await fetch(`${server.httpUrl}/addresses/1`, { method: "DELETE" });
+    const deleted = await api.delete(1);
     assert.equal(deleted.status, 503);
     await deleted.body?.cancel();
     const page = await (await fetch(`${server.httpUrl}/addresses`)).json();

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
-import { freePort, spawnDeno, statusOf, waitFor } from "./support/process.ts";
-
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
-const PERMISSIONS = ["--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-run"];
+import { waitForLine } from "./support/logs.ts";
+import { spawnMainOnFreePorts, untilStatus } from "./support/process.ts";
 
 /** util-linux's prlimit: lowers another process's limits, which needs no privilege. */
 function hasPrlimit(): boolean {
@@ -39,26 +37,14 @@ Deno.test({
   ignore: Deno.build.os !== "linux" || !hasPrlimit(),
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "books-fds-" });
-    const port = freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const server = spawnDeno(["run", ...PERMISSIONS, MAIN], {
-      PORT: String(port),
-      GRPC_PORT: "off",
-      HOST: "127.0.0.1",
-      KV_PATH: `${dir}/kv.sqlite3`,
-    });
+    const server = spawnMainOnFreePorts({ GRPC_PORT: "off", KV_PATH: `${dir}/kv.sqlite3` });
+    const { port, baseUrl: base } = server;
     const flood: Deno.Conn[] = [];
     let keep: Deno.Conn | undefined;
     try {
-      const listening = await waitFor(
-        "the listening line",
-        () => server.lines().find((l) => l.msg === "listening"),
-      );
+      const listening = await waitForLine(server.lines, "listening");
       assert.equal(typeof listening.maxOpenFiles, "number", "the file limit is logged at start");
-      await waitFor(
-        "readiness",
-        async () => (await statusOf(`${base}/readyz`)) === 200 || undefined,
-      );
+      await untilStatus(`${base}/readyz`, 200, "readiness");
 
       // A limit a little above what the process holds now, as in a small container.
       // Deno reads /proc only with --allow-all: ls it.
@@ -81,23 +67,14 @@ Deno.test({
           // Refused: the listener is closed.
         }
       }
-      await waitFor(
-        "the failure line",
-        () => server.lines().find((l) => l.msg === "http listener failed"),
-      );
+      await waitForLine(server.lines, "http listener failed");
       assert.equal(await statusOn(keep, "/readyz"), 503, "not ready while the listener is down");
 
       for (const conn of flood.splice(0)) conn.close();
-      await waitFor("the same process serving again", async () => {
-        return (await statusOf(`${base}/healthz`)) === 200 || undefined;
-      });
-      await waitFor("readiness again", async () => {
-        return (await statusOf(`${base}/readyz`)) === 200 || undefined;
-      });
+      await untilStatus(`${base}/healthz`, 200, "the same process serving again");
+      await untilStatus(`${base}/readyz`, 200, "readiness again");
       // Written once the limit is read again, after readiness turned.
-      await waitFor("the line when it serves again", () => {
-        return server.lines().find((l) => l.msg === "http listener serving again");
-      });
+      await waitForLine(server.lines, "http listener serving again");
       const lines = server.lines();
       const failed = lines.filter((l) => l.msg === "http listener failed");
       assert.equal(failed.length, 1, "logged once");

@@ -1,13 +1,10 @@
 import assert from "node:assert/strict";
-import { createClient, type Transport } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import type { Transport } from "@connectrpc/connect";
 import { spawnServer, startTestServer } from "./support/server.ts";
 import { waitFor } from "./support/process.ts";
+import { waitForLine } from "./support/logs.ts";
+import { addressBook, answerOf, graphql } from "./support/requests.ts";
+import { booksClient, connectTransport, grpcTransport } from "./support/rpc_clients.ts";
 
 interface ExportedSpan {
   name: string;
@@ -64,65 +61,45 @@ Deno.test("OpenTelemetry: route-named spans from REST, GraphQL and gRPC; traceId
     // Export soon after each span ends, so the test does not wait for the default 5 s batches.
     OTEL_BSP_SCHEDULE_DELAY: "200",
   });
-  const sessions = [
-    new Http2SessionManager(server.grpcUrl!),
-    new Http2SessionManager(server.grpcUrl!),
-  ];
   try {
-    const call = (path: string, id: string, init: RequestInit = {}) =>
-      fetch(`${server.httpUrl}${path}`, {
-        ...init,
-        headers: { ...init.headers, "x-request-id": id },
-      }).then(async (r) => ({ status: r.status, body: await r.text() }));
-    const created = await call("/addresses", "otel-create", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "Traced", city: "Kumasi", postalCode: "00233" }),
-    });
+    const call = async (path: string, id: string) =>
+      await answerOf(await fetch(`${server.httpUrl}${path}`, { headers: { "x-request-id": id } }));
+    const created = await answerOf(
+      await addressBook(server.httpUrl).create(
+        { name: "Traced", city: "Kumasi", postalCode: "00233" },
+        { "x-request-id": "otel-create" },
+      ),
+    );
     assert.equal(created.status, 201);
-    const id = JSON.parse(created.body).id;
+    const id = created.body.id;
     assert.equal((await call(`/addresses/${id}`, "otel-get")).status, 200);
     assert.equal((await call("/addresses/999999", "otel-missing")).status, 404);
     assert.equal((await call("/rest/books", "otel-hot-list")).status, 200);
     assert.equal((await call("/api/book/3", "otel-hot-book")).status, 200);
-    const graphql = {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ query: "{ books { title } }" }),
-    };
-    assert.equal((await call("/graphql", "otel-graphql", graphql)).status, 200);
+    const books = async (id: string) =>
+      await answerOf(
+        await graphql(server.httpUrl, { query: "{ books { title } }" }, { "x-request-id": id }),
+      );
+    assert.equal((await books("otel-graphql")).status, 200);
     // The same document again is answered from the result cache, in front of the router.
-    assert.equal((await call("/graphql", "otel-graphql-cached", graphql)).status, 200);
+    assert.equal((await books("otel-graphql-cached")).status, 200);
 
     // Each call continues the caller's trace: a span on the gRPC listener is its own, started
     // from the incoming traceparent.
     const callerTrace = (requestId: string) =>
       `${requestId === "otel-grpc" ? "a" : "b"}`.repeat(32);
     const rpc = (transport: Transport, requestId: string) =>
-      createClient(BooksService, transport).books({}, {
+      booksClient(transport).books({}, {
         headers: {
           "x-request-id": requestId,
           traceparent: `00-${callerTrace(requestId)}-00f067aa0ba902b7-01`,
         },
       });
-    await rpc(
-      createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-      "otel-connect",
-    );
+    await rpc(connectTransport(server.httpUrl, "1.1"), "otel-connect");
     // Native gRPC, empty request: the listener's fast path answers it.
-    await rpc(
-      createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: sessions[0] }),
-      "otel-grpc",
-    );
+    await rpc(grpcTransport(server.grpcUrl!), "otel-grpc");
     // Connect on the gRPC listener goes through Connect's handler and the interceptor.
-    await rpc(
-      createConnectTransport({
-        baseUrl: server.grpcUrl!,
-        httpVersion: "2",
-        sessionManager: sessions[1],
-      }),
-      "otel-grpc-connect",
-    );
+    await rpc(connectTransport(server.grpcUrl!, "2"), "otel-grpc-connect");
 
     const expected: [string, string, string | undefined][] = [
       ["otel-create", "POST /addresses", "/addresses"],
@@ -168,19 +145,16 @@ Deno.test("OpenTelemetry: route-named spans from REST, GraphQL and gRPC; traceId
 
     // The access log names the trace of each request: the exported span's trace id. The gRPC
     // child's lines pass through two buffered processes, so they may follow their spans.
-    const accessLine = (requestId: string) =>
-      server.output().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
-        .find((l) => l.requestId === requestId && (l.msg === "request" || l.msg === "rpc"));
     for (const [requestId] of expected) {
-      const line = await waitFor(
+      const line = await waitForLine(
+        server.lines,
+        (l) => l.requestId === requestId && (l.msg === "request" || l.msg === "rpc"),
         `the access-log line of ${requestId}`,
-        () => accessLine(requestId),
       );
-      assert.match(line.traceId, /^[0-9a-f]{32}$/, requestId);
+      assert.match(line.traceId as string, /^[0-9a-f]{32}$/, requestId);
       assert.equal(line.traceId, byRequestId(receiver.spans, requestId)!.traceId, requestId);
     }
   } finally {
-    for (const session of sessions) session.abort();
     await server.stop();
     await receiver.stop();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -194,9 +168,10 @@ Deno.test("with tracing off the access log carries no traceId", async () => {
       headers: { "x-request-id": "no-trace" },
     });
     await response.body?.cancel();
-    const line = await waitFor(
+    const line = await waitForLine(
+      () => server.logs,
+      (l) => l.requestId === "no-trace",
       "the access-log line",
-      () => server.logs.find((l) => l.requestId === "no-trace"),
     );
     assert.equal("traceId" in line, false);
   } finally {

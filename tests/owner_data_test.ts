@@ -1,29 +1,20 @@
 import assert from "node:assert/strict";
+import {
+  type AddressBook,
+  addressBook,
+  answerOf,
+  bearer,
+  idempotencyKey,
+  named,
+} from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
 const RW = "addresses:read addresses:write";
 
-function client(base: string, token: string) {
-  const auth = { authorization: `Bearer ${token}` };
-  return {
-    post: (name: string, key?: string) =>
-      fetch(`${base}/addresses`, {
-        method: "POST",
-        headers: {
-          ...auth,
-          "content-type": "application/json",
-          ...(key ? { "idempotency-key": key } : {}),
-        },
-        body: JSON.stringify({ name, city: "Berlin", postalCode: "10115" }),
-      }).then(async (r) => ({ status: r.status, body: await r.json() })),
-    export: (headers: Record<string, string> = {}) =>
-      fetch(`${base}/addresses/export`, { headers: { ...auth, ...headers } }),
-    erase: (headers: Record<string, string> = {}) =>
-      fetch(`${base}/addresses`, { method: "DELETE", headers: { ...auth, ...headers } }),
-    list: async () =>
-      (await (await fetch(`${base}/addresses?limit=500`, { headers: auth })).json()).addresses,
-  };
+/** Creates an address named `name`, with an Idempotency-Key when given. */
+async function post(owner: AddressBook, name: string, key?: string) {
+  return await answerOf(await owner.create(named(name), idempotencyKey(key)));
 }
 
 function ndjson(text: string): unknown[] {
@@ -34,16 +25,16 @@ function ndjson(text: string): unknown[] {
 Deno.test("per-owner export and erasure over a socket", async (t) => {
   const server = await startTestServer({ GRPC_PORT: "off", AUTH_JWT_SECRET: SECRET });
   const base = server.httpUrl;
-  const alice = client(base, await hsToken({ sub: "alice", scope: RW }));
-  const bob = client(base, await hsToken({ sub: "bob", scope: RW }));
+  const alice = addressBook(base, bearer(await hsToken({ sub: "alice", scope: RW })));
+  const bob = addressBook(base, bearer(await hsToken({ sub: "bob", scope: RW })));
   try {
     const mine: { id: number }[] = [];
     for (let i = 0; i < 620; i++) {
       // More than one page of the export; bob's interleave.
-      mine.push((await alice.post(`a${i}`, i < 5 ? `key-${i}` : undefined)).body);
-      if (i % 100 === 0) await bob.post(`b${i}`);
+      mine.push((await post(alice, `a${i}`, i < 5 ? `key-${i}` : undefined)).body);
+      if (i % 100 === 0) await post(bob, `b${i}`);
     }
-    const bobs = await bob.list();
+    const bobs = await bob.listAll();
     await t.step(
       "NDJSON by default: the caller's addresses, one per line, by ascending id",
       async () => {
@@ -76,7 +67,7 @@ Deno.test("per-owner export and erasure over a socket", async (t) => {
     });
     await t.step("/addresses/export is not an id; ids still route", async () => {
       const one = await fetch(`${base}/addresses/${mine[3]!.id}`, {
-        headers: { authorization: `Bearer ${await hsToken({ sub: "alice", scope: RW })}` },
+        headers: bearer(await hsToken({ sub: "alice", scope: RW })),
       });
       assert.equal(one.status, 200);
       assert.deepEqual(await one.json(), mine[3]);
@@ -85,12 +76,18 @@ Deno.test("per-owner export and erasure over a socket", async (t) => {
       const noToken = await fetch(`${base}/addresses/export`);
       assert.equal(noToken.status, 401);
       await noToken.body?.cancel();
-      const writer = client(base, await hsToken({ sub: "alice", scope: "addresses:write" }));
+      const writer = addressBook(
+        base,
+        bearer(await hsToken({ sub: "alice", scope: "addresses:write" })),
+      );
       const res = await writer.export();
       assert.equal(res.status, 403);
       assert.match(res.headers.get("www-authenticate") ?? "", /addresses:read/);
       await res.body?.cancel();
-      const reader = client(base, await hsToken({ sub: "alice", scope: "addresses:read" }));
+      const reader = addressBook(
+        base,
+        bearer(await hsToken({ sub: "alice", scope: "addresses:read" })),
+      );
       const erase = await reader.erase({ "if-match": "*" });
       assert.equal(erase.status, 403);
       await erase.body?.cancel();
@@ -111,16 +108,16 @@ Deno.test("per-owner export and erasure over a socket", async (t) => {
         const res = await alice.erase({ "if-match": "*" });
         assert.equal(res.status, 204);
         assert.equal(await res.text(), "");
-        assert.deepEqual(await alice.list(), []);
+        assert.deepEqual(await alice.listAll(), []);
         assert.equal(await (await alice.export()).text(), "");
         assert.deepEqual(await (await alice.export({ accept: "application/json" })).json(), {
           addresses: [],
         });
-        assert.deepEqual(await bob.list(), bobs);
+        assert.deepEqual(await bob.listAll(), bobs);
         const again = await alice.erase({ "if-match": "*" });
         assert.equal(again.status, 204);
         // The Idempotency-Keys went too: the same key creates a new address.
-        const created = await alice.post("a0", "key-0");
+        const created = await post(alice, "a0", "key-0");
         assert.equal(created.status, 201);
         assert.ok(created.body.id > mine[mine.length - 1]!.id);
       },

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { JSON_BODY_TYPES } from "../lib/http/body.ts";
+import { addressBook, bearer, named } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
@@ -32,13 +33,10 @@ Deno.test("owners: another owner's addresses do not exist for the caller", async
     fetch(`${server.httpUrl}${path}`, {
       ...init,
       method,
-      headers: { authorization: `Bearer ${token}`, ...init.headers as Record<string, string> },
+      headers: { ...bearer(token), ...init.headers as Record<string, string> },
     });
   const create = async (token: string, name: string): Promise<Created> => {
-    const res = await call(token, "POST", "/addresses", {
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name, city: "Berlin", postalCode: "10115" }),
-    });
+    const res = await addressBook(server.httpUrl, bearer(token)).create(named(name));
     assert.equal(res.status, 201);
     return { ...(await res.json()), etag: res.headers.get("etag")! };
   };
@@ -149,24 +147,21 @@ Deno.test("owners: another owner's addresses do not exist for the caller", async
 
 Deno.test("owners: addresses stored while auth was off stay with the anonymous owner", async () => {
   const first = await startTestServer();
-  const created = await fetch(`${first.httpUrl}/addresses`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ name: "Anon", city: "Bonn", postalCode: "53111" }),
+  const created = await addressBook(first.httpUrl).create({
+    name: "Anon",
+    city: "Bonn",
+    postalCode: "53111",
   });
   const { id } = await created.json();
   await first.shutdown();
   const second = await startTestServer({ AUTH_JWT_SECRET: SECRET, KV_PATH: first.kvPath });
   try {
     const token = await hsToken({ sub: "alice", scope: SCOPES });
-    const res = await fetch(`${second.httpUrl}/addresses/${id}`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
+    const res = await fetch(`${second.httpUrl}/addresses/${id}`, { headers: bearer(token) });
     assert.equal(res.status, 404);
     await res.body?.cancel();
-    const list = await (await fetch(`${second.httpUrl}/addresses`, {
-      headers: { authorization: `Bearer ${token}` },
-    })).json();
+    const list = await (await fetch(`${second.httpUrl}/addresses`, { headers: bearer(token) }))
+      .json();
     assert.deepEqual(list.addresses, []);
   } finally {
     await second.close();

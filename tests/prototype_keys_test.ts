@@ -5,6 +5,7 @@
  * variables), never a 500.
  */
 import assert from "node:assert/strict";
+import { graphql } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { PROTOTYPE_NAMES } from "./support/fuzz.ts";
 
@@ -55,24 +56,24 @@ Deno.test("Object.prototype names as languages, media types, headers and GraphQL
       assert.equal(accept.status, 406, name);
       await accept.body?.cancel();
       // A GraphQL operation name and variables.
-      const graphql = await fetch(`${server.httpUrl}/graphql`, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        body: `{"query":"query Q { books { title } }","operationName":${
+      const query = await graphql(
+        server.httpUrl,
+        `{"query":"query Q { books { title } }","operationName":${
           JSON.stringify(name)
         },"variables":{${JSON.stringify(name)}:1}}`,
-      });
-      const answer = await graphql.json();
-      assert.ok(graphql.status < 500, `${name}: ${JSON.stringify(answer)}`);
+        { accept: "application/json" },
+      );
+      const answer = await query.json();
+      assert.ok(query.status < 500, `${name}: ${JSON.stringify(answer)}`);
       assert.equal(typeof answer.errors?.[0]?.message, "string", name);
     }
     // Variables declared with those names.
-    const declared = await fetch(`${server.httpUrl}/graphql`, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json" },
-      body: '{"query":"query Q($constructor: Int, $__proto__: String) { books { title } }",' +
+    const declared = await graphql(
+      server.httpUrl,
+      '{"query":"query Q($constructor: Int, $__proto__: String) { books { title } }",' +
         '"variables":{"constructor":1,"__proto__":"x","toString":2}}',
-    });
+      { accept: "application/json" },
+    );
     const declaredAnswer = await declared.json();
     assert.ok(declared.status < 500, JSON.stringify(declaredAnswer));
     assert.equal(declaredAnswer.errors[0].extensions.code, "invalid-parameter");

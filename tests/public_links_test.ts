@@ -1,46 +1,16 @@
 /**
  * Links in bodies (`help`, problem `type` and `instance`) are relative, or built from
  * `PUBLIC_URL` when it is set; the request's `Host` (or an absolute-form target) is never echoed.
- * Requests are written on a raw socket, since fetch does not let a client choose `Host`.
+ * Requests are written on a raw socket (tests/support/raw_http.ts): fetch does not let a client
+ * choose `Host`.
  */
 import assert from "node:assert/strict";
 import { ConfigError, loadConfig } from "../lib/config.ts";
+import { rawHttp1, type RawResponse } from "./support/raw_http.ts";
 import { startTestServer } from "./support/server.ts";
 
-interface RawAnswer {
-  status: number;
-  headers: Headers;
-  text: string;
-}
-
-/** Sends one HTTP/1.1 request as written and reads the answer until the server closes. */
-async function raw(
-  baseUrl: string,
-  head: string,
-  headers: Record<string, string>,
-  body = "",
-): Promise<RawAnswer> {
-  const { hostname, port } = new URL(baseUrl);
-  const conn = await Deno.connect({ hostname, port: Number(port) });
-  const lines = [head, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
-  if (body) lines.push(`content-length: ${new TextEncoder().encode(body).byteLength}`);
-  lines.push("connection: close", "", body);
-  await conn.write(new TextEncoder().encode(lines.join("\r\n")));
-  let text = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of conn.readable) text += decoder.decode(chunk, { stream: true });
-  const [top = "", ...rest] = text.split("\r\n\r\n");
-  const [statusLine = "", ...headerLines] = top.split("\r\n");
-  const parsed = new Headers();
-  for (const line of headerLines) {
-    const at = line.indexOf(":");
-    parsed.append(line.slice(0, at), line.slice(at + 1).trim());
-  }
-  return { status: Number(statusLine.split(" ")[1]), headers: parsed, text: rest.join("\r\n\r\n") };
-}
-
-function assertNoHost(answer: RawAnswer, where: string): void {
-  const all = answer.text + [...answer.headers].map(([k, v]) => `${k}: ${v}`).join("\n");
+function assertNoHost(answer: RawResponse, where: string): void {
+  const all = answer.body + [...answer.headers].map(([k, v]) => `${k}: ${v}`).join("\n");
   assert.ok(!all.includes("evil"), `${where} echoes the Host: ${all}`);
 }
 
@@ -52,51 +22,63 @@ Deno.test("links in bodies are relative without PUBLIC_URL; Host is never echoed
   const server = await startTestServer();
   const url = server.httpUrl;
   try {
-    const missing = await raw(url, "GET /nope HTTP/1.1", EVIL);
+    const missing = await rawHttp1(url, { method: "GET", target: "/nope", headers: EVIL });
     assert.equal(missing.status, 404);
     assertNoHost(missing, "404");
-    assert.equal(JSON.parse(missing.text).errors[0].help, "/docs/errors#route-not-found");
+    assert.equal(JSON.parse(missing.body).errors[0].help, "/docs/errors#route-not-found");
 
-    const problem = await raw(url, "GET /nope HTTP/1.1", PROBLEM);
+    const problem = await rawHttp1(url, { method: "GET", target: "/nope", headers: PROBLEM });
     assertNoHost(problem, "problem+json");
-    const p = JSON.parse(problem.text);
+    const p = JSON.parse(problem.body);
     assert.equal(p.type, "/docs/errors#route-not-found");
     assert.equal(p.instance, `/nope#request-${problem.headers.get("x-request-id")}`);
 
     // An absolute-form target names a host too.
-    const absolute = await raw(url, "GET http://evil.example/api/book/999999 HTTP/1.1", EVIL);
+    const absolute = await rawHttp1(url, {
+      method: "GET",
+      target: "http://evil.example/api/book/999999",
+      headers: EVIL,
+    });
     assert.equal(absolute.status, 404);
     assertNoHost(absolute, "absolute-form");
-    assert.equal(JSON.parse(absolute.text).errors[0].help, "/docs/errors#book-not-found");
+    assert.equal(JSON.parse(absolute.body).errors[0].help, "/docs/errors#book-not-found");
 
     // An instance is never a network-path reference (`//host/…`).
-    const doubled = await raw(url, "GET //elsewhere.example/x HTTP/1.1", PROBLEM);
-    assert.ok(doubled.status >= 400 && doubled.status < 500, doubled.text);
+    const doubled = await rawHttp1(url, {
+      method: "GET",
+      target: "//elsewhere.example/x",
+      headers: PROBLEM,
+    });
+    assert.ok(doubled.status >= 400 && doubled.status < 500, doubled.body);
     assertNoHost(doubled, "//elsewhere.example/x");
-    assert.match(JSON.parse(doubled.text).instance, /^\/(?!\/)/);
+    assert.match(JSON.parse(doubled.body).instance, /^\/(?!\/)/);
 
-    const home = await raw(url, "GET / HTTP/1.1", EVIL);
+    const home = await rawHttp1(url, { method: "GET", target: "/", headers: EVIL });
     assert.equal(home.status, 200);
     assertNoHost(home, "GET /");
-    for (const link of Object.values(JSON.parse(home.text)._links) as { href: string }[]) {
+    for (const link of Object.values(JSON.parse(home.body)._links) as { href: string }[]) {
       assert.match(link.href, /^\/(?!\/)/);
     }
 
-    const created = await raw(url, "POST /addresses HTTP/1.1", {
-      ...EVIL,
-      "content-type": "application/json",
-    }, ADDRESS);
+    const created = await rawHttp1(url, {
+      method: "POST",
+      target: "/addresses",
+      headers: { ...EVIL, "content-type": "application/json" },
+      body: ADDRESS,
+    });
     assert.equal(created.status, 201);
     assertNoHost(created, "POST /addresses");
-    assert.equal(created.headers.get("location"), `/addresses/${JSON.parse(created.text).id}`);
+    assert.equal(created.headers.get("location"), `/addresses/${JSON.parse(created.body).id}`);
 
-    const invalid = await raw(url, "POST /addresses HTTP/1.1", {
-      ...EVIL,
-      "content-type": "application/json",
-    }, "{}");
+    const invalid = await rawHttp1(url, {
+      method: "POST",
+      target: "/addresses",
+      headers: { ...EVIL, "content-type": "application/json" },
+      body: "{}",
+    });
     assert.equal(invalid.status, 400);
     assertNoHost(invalid, "400");
-    for (const e of JSON.parse(invalid.text).errors) {
+    for (const e of JSON.parse(invalid.body).errors) {
       assert.equal(e.help, "/docs/errors#invalid-field");
     }
   } finally {
@@ -108,16 +90,20 @@ Deno.test("links in bodies are built from PUBLIC_URL when it is set", async () =
   const server = await startTestServer({ PUBLIC_URL: "https://api.example.com/books/" });
   const url = server.httpUrl;
   try {
-    const missing = await raw(url, "GET /nope HTTP/1.1", EVIL);
+    const missing = await rawHttp1(url, { method: "GET", target: "/nope", headers: EVIL });
     assertNoHost(missing, "404");
     assert.equal(
-      JSON.parse(missing.text).errors[0].help,
+      JSON.parse(missing.body).errors[0].help,
       "https://api.example.com/books/docs/errors#route-not-found",
     );
-    const problem = await raw(url, "GET /addresses/99999 HTTP/1.1", PROBLEM);
+    const problem = await rawHttp1(url, {
+      method: "GET",
+      target: "/addresses/99999",
+      headers: PROBLEM,
+    });
     assert.equal(problem.status, 404);
     assertNoHost(problem, "problem+json");
-    const p = JSON.parse(problem.text);
+    const p = JSON.parse(problem.body);
     assert.equal(p.type, "https://api.example.com/books/docs/errors#address-not-found");
     assert.equal(
       p.instance,
@@ -125,9 +111,13 @@ Deno.test("links in bodies are built from PUBLIC_URL when it is set", async () =
         problem.headers.get("x-request-id")
       }`,
     );
-    const doubled = await raw(url, "GET //elsewhere.example/x HTTP/1.1", PROBLEM);
+    const doubled = await rawHttp1(url, {
+      method: "GET",
+      target: "//elsewhere.example/x",
+      headers: PROBLEM,
+    });
     assertNoHost(doubled, "//elsewhere.example/x");
-    assert.match(JSON.parse(doubled.text).instance, /^https:\/\/api\.example\.com\/books\//);
+    assert.match(JSON.parse(doubled.body).instance, /^https:\/\/api\.example\.com\/books\//);
   } finally {
     await server.close();
   }

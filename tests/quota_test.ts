@@ -5,6 +5,7 @@ import { AppError } from "../lib/errors.ts";
 import { type AddressStore, openAddressStore } from "../store/addresses.ts";
 import type { IdempotencyRecord } from "../store/address_keys.ts";
 import { FUZZ_SCALE, FUZZ_SEED } from "./support/fuzz.ts";
+import { addressBook, answerOf, sendJson } from "./support/requests.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
 
 const input = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
@@ -240,11 +241,7 @@ Deno.test("MAX_ADDRESSES_PER_OWNER over a socket: POST, v1 PUT and v2 PUT past i
   const server = await startTestServer({ GRPC_PORT: "off", MAX_ADDRESSES_PER_OWNER: "3" });
   const base = server.httpUrl;
   const write = (method: string, path: string, headers: Record<string, string> = {}) =>
-    fetch(`${base}${path}`, {
-      method,
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify(input),
-    });
+    sendJson(`${base}${path}`, method, input, headers);
   try {
     const created = [];
     for (let i = 0; i < 3; i++) {
@@ -271,10 +268,7 @@ Deno.test("MAX_ADDRESSES_PER_OWNER over a socket: POST, v1 PUT and v2 PUT past i
     // Replacing is not creating.
     assert.equal((await write("PUT", `/addresses/${created[1].id}`)).status, 200);
     // A keyed address deleted: its key still replays for 24 hours and holds the unit.
-    assert.equal(
-      (await fetch(`${base}/addresses/${created[2].id}`, { method: "DELETE" })).status,
-      204,
-    );
+    assert.equal((await addressBook(base).delete(created[2].id)).status, 204);
     assert.equal((await write("POST", "/addresses")).status, 409);
     const page = await (await fetch(`${base}/addresses`)).json();
     assert.deepEqual(page.addresses.map((a: { id: number }) => a.id), [
@@ -290,12 +284,7 @@ Deno.test("two processes on one KV: exactly MAX_ADDRESSES_PER_OWNER creations su
   const dir = await Deno.makeTempDir({ prefix: "books-quota-" });
   const env = { KV_PATH: `${dir}/kv.sqlite3`, GRPC_PORT: "off", MAX_ADDRESSES_PER_OWNER: "40" };
   const [a, b] = await Promise.all([spawnServer(env), spawnServer(env)]);
-  const post = (base: string) =>
-    fetch(`${base}/addresses`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(input),
-    }).then(async (r) => ({ status: r.status, body: await r.json() }));
+  const post = async (base: string) => await answerOf(await addressBook(base).create(input));
   try {
     const storm = await Promise.all(
       Array.from({ length: 120 }, (_, i) => post(i % 2 ? a.httpUrl : b.httpUrl)),
@@ -314,8 +303,7 @@ Deno.test("two processes on one KV: exactly MAX_ADDRESSES_PER_OWNER creations su
       created++;
     }
     assert.equal(created, 40);
-    const page = await (await fetch(`${b.httpUrl}/addresses?limit=500`)).json();
-    assert.equal(page.addresses.length, 40);
+    assert.equal((await addressBook(b.httpUrl).listAll()).length, 40);
   } finally {
     await a.stop();
     await b.stop();

@@ -1,14 +1,9 @@
 /** Rate limits: exhaustion and recovery on each protocol, keys per client, bounded memory. */
 import assert from "node:assert/strict";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  createGrpcWebTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
+import { Code } from "@connectrpc/connect";
 import { createRateLimiter } from "../security/rate_limit.ts";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { bearer, connectJson, graphql } from "./support/requests.ts";
+import { booksCode, everyTransport } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
@@ -39,32 +34,13 @@ Deno.test("token bucket: burst, refill, headers' numbers, bounded memory", () =>
   assert.equal(limiter.size, 100);
 });
 
-async function rpc(transport: Transport, token?: string): Promise<Code | 0> {
-  try {
-    await createClient(BooksService, transport).books(
-      {},
-      token ? { headers: { authorization: `Bearer ${token}` } } : {},
-    );
-    return 0;
-  } catch (error) {
-    return ConnectError.from(error).code;
-  }
-}
-
 function sleep(seconds: number) {
   return new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 }
 
 Deno.test("RATE_LIMIT: each protocol is refused when exhausted and served again after Retry-After", async (t) => {
   const server = await startTestServer({ RATE_LIMIT: "2/s", AUTH_JWT_SECRET: SECRET });
-  const sessions = [0, 1, 2].map(() => new Http2SessionManager(server.grpcUrl!));
   const http = (path: string, init: RequestInit = {}) => fetch(`${server.httpUrl}${path}`, init);
-  const graphql = () =>
-    http("/graphql", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: '{"query":"{books{title}}"}',
-    });
   // Each protocol: call until refused, check the refusal, wait Retry-After, call again.
   const httpCases: [string, () => Promise<Response>, (res: Response) => Promise<void>][] = [
     ["REST (hot read)", () => http("/rest/books"), async (res) => {
@@ -73,15 +49,10 @@ Deno.test("RATE_LIMIT: each protocol is refused when exhausted and served again 
     ["REST (router)", () => http("/addresses"), async (res) => {
       assert.equal((await res.json()).errors[0].error, "rate-limited");
     }],
-    ["GraphQL", graphql, async (res) => {
+    ["GraphQL", () => graphql(server.httpUrl, '{"query":"{books{title}}"}'), async (res) => {
       assert.equal((await res.json()).errors[0].extensions.code, "rate-limited");
     }],
-    ["Connect JSON (HTTP port)", () =>
-      http("/books.v1.BooksService/books", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: "{}",
-      }), async (res) => {
+    ["Connect JSON (HTTP port)", () => connectJson(server.httpUrl), async (res) => {
       assert.equal((await res.json()).code, "resource_exhausted");
     }],
   ];
@@ -110,7 +81,7 @@ Deno.test("RATE_LIMIT: each protocol is refused when exhausted and served again 
 
     await t.step("a token's sub has its own bucket, apart from its address", async () => {
       const token = await hsToken({ sub: "carol", scope: "addresses:read" });
-      const auth = { authorization: `Bearer ${token}` };
+      const auth = bearer(token);
       // A token not seen before is paid for by the address, before its signature is checked.
       const first = await http("/addresses", { headers: auth });
       await first.body?.cancel();
@@ -125,46 +96,19 @@ Deno.test("RATE_LIMIT: each protocol is refused when exhausted and served again 
       await sleep(1);
     });
 
-    const transports: [string, Transport][] = [
-      [
-        "gRPC (gRPC port)",
-        createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: sessions[0] }),
-      ],
-      [
-        "gRPC-Web (gRPC port)",
-        createGrpcWebTransport({
-          baseUrl: server.grpcUrl!,
-          httpVersion: "2",
-          sessionManager: sessions[1],
-          acceptCompression: [],
-        }),
-      ],
-      [
-        "Connect (gRPC port)",
-        createConnectTransport({
-          baseUrl: server.grpcUrl!,
-          httpVersion: "2",
-          sessionManager: sessions[2],
-        }),
-      ],
-      [
-        "gRPC-Web (HTTP port)",
-        createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-      ],
-      [
-        "Connect (HTTP port)",
-        createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-      ],
-    ];
+    // Connect JSON on the HTTP port is the fetch case above.
+    const transports = everyTransport(server).filter(([name]) =>
+      name !== "Connect JSON (HTTP port)"
+    );
     for (const [name, transport] of transports) {
       await t.step(name, async () => {
         const codes: (Code | 0)[] = [];
         for (let i = 0; i < 10 && codes.at(-1) !== Code.ResourceExhausted; i++) {
-          codes.push(await rpc(transport));
+          codes.push(await booksCode(transport));
         }
         assert.equal(codes.at(-1), Code.ResourceExhausted, `${name}: ${codes}`);
         await sleep(1);
-        assert.equal(await rpc(transport), 0);
+        assert.equal(await booksCode(transport), 0);
       });
     }
 
@@ -177,7 +121,6 @@ Deno.test("RATE_LIMIT: each protocol is refused when exhausted and served again 
       }
     });
   } finally {
-    for (const session of sessions) session.abort();
     await server.close();
   }
 });

@@ -1,25 +1,15 @@
 import assert from "node:assert/strict";
 import { checkContract } from "./support/contract.ts";
-import { accepts, freePort, spawnDeno, statusOf, waitFor } from "./support/process.ts";
-
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
+import { waitForLine } from "./support/logs.ts";
+import { accepts, spawnMainOnFreePorts, statusOf, waitFor } from "./support/process.ts";
 
 // Readiness is a property of the whole process: 200 only while the HTTP port and the gRPC port
 // both serve, and only after the `listening` line was written (issue 10, defect 2).
 Deno.test("readyz: 200 only once both listeners serve, 503 while the gRPC child restarts", async () => {
   const dir = await Deno.makeTempDir({ prefix: "books-ready-" });
-  const httpPort = freePort();
-  const grpcPort = freePort();
-  const server = spawnDeno(
-    ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-run", MAIN],
-    {
-      PORT: String(httpPort),
-      GRPC_PORT: String(grpcPort),
-      HOST: "127.0.0.1",
-      KV_PATH: `${dir}/kv.sqlite3`,
-    },
-  );
-  const readyz = `http://127.0.0.1:${httpPort}/readyz`;
+  const server = spawnMainOnFreePorts({ KV_PATH: `${dir}/kv.sqlite3` });
+  const grpcPort = server.grpcPort!;
+  const readyz = `${server.baseUrl}/readyz`;
   checkContract(readyz);
   let code;
   try {
@@ -30,10 +20,7 @@ Deno.test("readyz: 200 only once both listeners serve, 503 while the gRPC child 
       return status === 200 ? new Date().toISOString() : undefined;
     });
     assert.ok(await accepts(grpcPort), "ready, but the gRPC port does not accept");
-    const listening = await waitFor(
-      "the listening line",
-      () => server.lines().find((l) => l.msg === "listening"),
-    );
+    const listening = await waitForLine(server.lines, "listening");
     assert.ok(String(listening.time) <= readyAt, "the listening line comes before readiness");
     assert.equal(listening.grpc, `http://127.0.0.1:${grpcPort}`);
 
@@ -52,10 +39,10 @@ Deno.test("readyz: 200 only once both listeners serve, 503 while the gRPC child 
     });
     assert.ok(await accepts(grpcPort), "ready again, but the gRPC port does not accept");
     // The supervisor passes the child's log on in blocks, so its line may follow readiness.
-    await waitFor(
+    await waitForLine(
+      server.lines,
+      (l) => l.msg === "grpc listening" && l.pid !== child.pid,
       "the restarted child's listening line",
-      () =>
-        server.lines().some((l) => l.msg === "grpc listening" && l.pid !== child.pid) || undefined,
     );
   } finally {
     code = await server.stop();

@@ -6,13 +6,16 @@
 import { entryOf } from "./support/answers.ts";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import http2 from "node:http2";
+import type http2 from "node:http2";
 import { HTTPException } from "hono/http-exception";
 import { createApp } from "../server/app.ts";
 import { createLogger } from "../lib/log.ts";
 import { createBookStore } from "../store/books.ts";
 import type { Store } from "../store/store.ts";
+import { h2Request } from "./support/raw_http.ts";
+import { rawSession } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
+import { stubStore } from "./support/stores.ts";
 
 const VALID = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
 
@@ -89,26 +92,9 @@ Deno.test("POST /addresses with a non-JSON or unknown +json content type is 415,
   }
 });
 
+/** No book, and an address book that answers nothing. */
 function emptyStore(): Store {
-  const none = () => Promise.resolve(undefined as never);
-  return {
-    books: createBookStore([]),
-    addresses: {
-      create: none,
-      get: none,
-      put: none,
-      putAt: none,
-      patch: none,
-      delete: none,
-      list: none,
-      exportAll: async function* () {
-        await none();
-        yield* [];
-      },
-      erase: none,
-    },
-    ping: () => Promise.resolve(),
-  };
+  return stubStore(createBookStore([]), () => Promise.resolve(undefined as never));
 }
 
 // Issue 10, defect 1 at depth: any HTTPException a framework layer throws (validators, gates,
@@ -170,30 +156,20 @@ Deno.test("a framework HTTPException is rendered by the error model with its sta
   }
 });
 
-/** One HTTP/2 request on the gRPC listener: status, headers and trailers merged, body. */
-function h2Call(
+/** One HTTP/2 POST on the gRPC listener: status, headers and trailers merged, body. */
+async function h2Call(
   session: http2.ClientHttp2Session,
   path: string,
   headers: Record<string, string>,
   body: Uint8Array,
-): Promise<{ status: number; meta: Record<string, string>; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ":method": "POST", ":path": path, te: "trailers", ...headers });
-    const meta: Record<string, string> = {};
-    let status = 0;
-    const chunks: Buffer[] = [];
-    req.on("response", (h) => {
-      status = Number(h[":status"]);
-      for (const [k, v] of Object.entries(h)) meta[k] = String(v);
-    });
-    req.on("trailers", (t) => {
-      for (const [k, v] of Object.entries(t)) meta[k] = String(v);
-    });
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("error", reject);
-    req.on("end", () => resolve({ status, meta, body: Buffer.concat(chunks) }));
-    req.end(Buffer.from(body));
+): Promise<{ status: number; meta: Headers; body: Buffer }> {
+  const answer = await h2Request(session, {
+    method: "POST",
+    target: path,
+    headers: { te: "trailers", ...headers },
+    body: Buffer.from(body),
   });
+  return { status: answer.status, meta: answer.fields, body: answer.body };
 }
 
 const BOOKS = "/books.v1.BooksService/books";
@@ -204,7 +180,7 @@ const REFLECTION = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
 // node:zlib reports brotli errors with codes Connect-ES does not know.
 Deno.test("a Connect body that does not decompress is 400 invalid_argument on both ports, not 500", async () => {
   const server = await startTestServer();
-  const session = http2.connect(server.grpcUrl!);
+  const session = rawSession(server.grpcUrl!);
   try {
     for (const encoding of ["br", "gzip"]) {
       const headers = { "content-type": "application/json", "content-encoding": encoding };
@@ -219,10 +195,9 @@ Deno.test("a Connect body that does not decompress is 400 invalid_argument on bo
         "content-type": "application/grpc",
         "grpc-encoding": encoding,
       }, new Uint8Array([1, 0, 0, 0, 2, 0x7b, 0x7d]));
-      assert.equal(grpc.meta["grpc-status"], "3", encoding);
+      assert.equal(grpc.meta.get("grpc-status"), "3", encoding);
     }
   } finally {
-    await new Promise<void>((resolve) => session.close(() => resolve()));
     await server.close();
   }
 });
@@ -231,13 +206,13 @@ Deno.test("a Connect body that does not decompress is 400 invalid_argument on bo
 // INTERNAL "parse binary" over gRPC and gRPC-Web, as was an undecodable unary message.
 Deno.test("an undecodable message is INVALID_ARGUMENT over gRPC and gRPC-Web, unary and streaming", async () => {
   const server = await startTestServer();
-  const session = http2.connect(server.grpcUrl!);
+  const session = rawSession(server.grpcUrl!);
   try {
     // A valid first reflection request (list_services), then bytes that are no message.
     const stream = new Uint8Array([0, 0, 0, 0, 2, 0x3a, 0, 0, 0, 0, 0, 2, 0, 0]);
     const grpc = await h2Call(session, REFLECTION, { "content-type": "application/grpc" }, stream);
-    assert.equal(grpc.meta["grpc-status"], "3");
-    assert.match(decodeURIComponent(grpc.meta["grpc-message"]!), /^parse binary/);
+    assert.equal(grpc.meta.get("grpc-status"), "3");
+    assert.match(decodeURIComponent(grpc.meta.get("grpc-message")!), /^parse binary/);
     const web = await h2Call(session, REFLECTION, {
       "content-type": "application/grpc-web+proto",
     }, stream);
@@ -262,9 +237,8 @@ Deno.test("an undecodable message is INVALID_ARGUMENT over gRPC and gRPC-Web, un
       { "content-type": "application/grpc" },
       new Uint8Array(5),
     );
-    assert.equal(ok.meta["grpc-status"], "0");
+    assert.equal(ok.meta.get("grpc-status"), "0");
   } finally {
-    await new Promise<void>((resolve) => session.close(() => resolve()));
     await server.close();
   }
 });
@@ -273,30 +247,20 @@ Deno.test("an undecodable message is INVALID_ARGUMENT over gRPC and gRPC-Web, un
 // base64 was 500 `internal` on both ports.
 Deno.test("a Connect GET whose message is not base64 is 400 invalid_argument, not 500", async () => {
   const server = await startTestServer();
-  const session = http2.connect(server.grpcUrl!);
+  const session = rawSession(server.grpcUrl!);
   try {
     const query = "?encoding=proto&message=!!!&base64=1&connect=v1";
     const res = await fetch(server.httpUrl + BOOKS + query);
     assert.equal(res.status, 400);
     assert.equal((await res.json()).code, "invalid_argument");
-    const h2 = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = session.request({ ":method": "GET", ":path": BOOKS + query });
-      let status = 0;
-      let body = "";
-      req.on("response", (h) => (status = Number(h[":status"])));
-      req.on("data", (c: Buffer) => (body += c.toString()));
-      req.on("error", reject);
-      req.on("end", () => resolve({ status, body }));
-      req.end();
-    });
+    const h2 = await h2Request(session, { method: "GET", target: BOOKS + query });
     assert.equal(h2.status, 400);
-    assert.equal(JSON.parse(h2.body).code, "invalid_argument");
+    assert.equal(JSON.parse(h2.body.toString()).code, "invalid_argument");
     // A good GET still works.
     const good = await fetch(server.httpUrl + BOOKS + "?encoding=json&message=%7B%7D&connect=v1");
     assert.equal(good.status, 200);
     await good.body?.cancel();
   } finally {
-    await new Promise<void>((resolve) => session.close(() => resolve()));
     await server.close();
   }
 });
@@ -325,7 +289,7 @@ Deno.test("a non-RPC request to an RPC path on the HTTP port gets the 7.4 415 bo
 // legal but distant deadline ended DEADLINE_EXCEEDED after 1 ms (a stream at once).
 Deno.test("a deadline further away than a timer can wait is no deadline, on every protocol", async () => {
   const server = await startTestServer();
-  const session = http2.connect(server.grpcUrl!);
+  const session = rawSession(server.grpcUrl!);
   try {
     const hours = { "grpc-timeout": "99999999H" };
     const web = { "content-type": "application/grpc-web+proto", ...hours };
@@ -356,7 +320,7 @@ Deno.test("a deadline further away than a timer can wait is no deadline, on ever
       { "content-type": "application/grpc", ...hours },
       unknownField,
     );
-    assert.equal(grpc.meta["grpc-status"], "0", String(grpc.meta["grpc-message"]));
+    assert.equal(grpc.meta.get("grpc-status"), "0", String(grpc.meta.get("grpc-message")));
     // A stream with a distant deadline stays open (it ended DEADLINE_EXCEEDED after 1 ms).
     for (const type of ["application/grpc", "application/grpc-web+proto"]) {
       const watch = session.request({
@@ -387,7 +351,6 @@ Deno.test("a deadline further away than a timer can wait is no deadline, on ever
     assert.equal(near.status, 200);
     await near.body?.cancel();
   } finally {
-    await new Promise<void>((resolve) => session.close(() => resolve()));
     await server.close();
   }
 });

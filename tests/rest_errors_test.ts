@@ -1,10 +1,12 @@
 import { entryOf } from "./support/answers.ts";
 import assert from "node:assert/strict";
-import { createLogger } from "../lib/log.ts";
 import { createApp } from "../server/app.ts";
 import { createBookStore } from "../store/books.ts";
 import type { Store } from "../store/store.ts";
-import { startTestServer } from "./support/server.ts";
+import { captureLogs } from "./support/logs.ts";
+import { addressBook } from "./support/requests.ts";
+import { serveEntry, startTestServer } from "./support/server.ts";
+import { stubStore } from "./support/stores.ts";
 
 const VALID = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
 const JSON_TYPE = { "content-type": "application/json" };
@@ -285,11 +287,8 @@ Deno.test("bad input: the right status and code, nothing stored, server unharmed
   const server = await startTestServer();
   const base = server.httpUrl;
   try {
-    const seed = await fetch(`${base}/addresses`, {
-      method: "POST",
-      headers: JSON_TYPE,
-      body: JSON.stringify(VALID),
-    });
+    const api = addressBook(base);
+    const seed = await api.create(VALID);
     assert.equal(seed.status, 201);
     const stored = await seed.json();
 
@@ -316,11 +315,7 @@ Deno.test("bad input: the right status and code, nothing stored, server unharmed
     }
 
     await t.step("field errors name every field", async () => {
-      const res = await fetch(`${base}/addresses`, {
-        method: "POST",
-        headers: JSON_TYPE,
-        body: "{}",
-      });
+      const res = await api.create("{}");
       const details = (await res.json()).errors.map((e: { detail: string }) => e.detail).join(" ");
       for (const field of ["name", "city", "postalCode"]) {
         assert.match(details, new RegExp(`"${field}"`));
@@ -330,11 +325,7 @@ Deno.test("bad input: the right status and code, nothing stored, server unharmed
     await t.step("nothing was stored and the stored address is unchanged", async () => {
       const page = await (await fetch(`${base}/addresses`)).json();
       assert.deepEqual(page.addresses, [stored]);
-      const next = await fetch(`${base}/addresses`, {
-        method: "POST",
-        headers: JSON_TYPE,
-        body: JSON.stringify(VALID),
-      });
+      const next = await api.create(VALID);
       assert.equal((await next.json()).id, stored.id + 1, "failed writes consumed no id");
     });
 
@@ -382,34 +373,17 @@ Deno.test("bad input: the right status and code, nothing stored, server unharmed
   }
 });
 
+/** Storage that fails every call, readiness included, with internals in its message. */
 function brokenStore(): Store {
   const fail = () => Promise.reject(new Error("disk on fire: secret-internal-detail"));
-  return {
-    books: createBookStore([]),
-    addresses: {
-      create: fail,
-      get: fail,
-      put: fail,
-      putAt: fail,
-      patch: fail,
-      delete: fail,
-      list: fail,
-      exportAll: async function* () {
-        await fail();
-        yield* [];
-      },
-      erase: fail,
-    },
-    ping: fail,
-  };
+  return stubStore(createBookStore([]), fail, fail);
 }
 
 Deno.test("an unexpected failure is a 500 with the default body and no internals", async () => {
-  const lines: string[] = [];
-  const logger = createLogger({ write: (text) => lines.push(text) });
+  const { logger, lines } = captureLogs("info");
   const app = createApp({ store: brokenStore(), logger, maxBodyBytes: 1024 });
-  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, entryOf(app));
-  const res = await fetch(`http://127.0.0.1:${http.addr.port}/addresses/5`);
+  const http = serveEntry(entryOf(app));
+  const res = await fetch(`${http.url}/addresses/5`);
   assert.equal(res.status, 500);
   assert.equal(res.headers.get("content-type"), "application/json");
   const requestId = res.headers.get("x-request-id");
@@ -423,14 +397,13 @@ Deno.test("an unexpected failure is a 500 with the default body and no internals
   assert.match(body.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$/);
   assert.ok(!JSON.stringify(body).includes("secret-internal-detail"));
   // Readiness reports the broken storage as 503, not 500.
-  const ready = await fetch(`http://127.0.0.1:${http.addr.port}/readyz`);
+  const ready = await fetch(`${http.url}/readyz`);
   assert.equal(ready.status, 503);
   assert.equal(ready.headers.get("retry-after"), "1");
   assert.equal((await ready.json()).errors[0].error, "service-unavailable");
   logger.flush();
-  const logged = lines.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l));
-  const error = logged.find((l) => l.msg === "unhandled error");
-  assert.equal(error.requestId, requestId);
-  assert.match(error.stack, /disk on fire/);
-  await http.shutdown();
+  const error = lines.find((l) => l.msg === "unhandled error");
+  assert.equal(error?.requestId, requestId);
+  assert.match(String(error?.stack), /disk on fire/);
+  await http.close();
 });

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { waitForLine } from "./support/logs.ts";
+import { addressBook } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 
 const ADA = { name: "Ada Lovelace", city: "London", postalCode: "W1J 7NT" };
@@ -6,25 +8,10 @@ const shipped = JSON.parse(
   await Deno.readTextFile(new URL("../store/books.json", import.meta.url)),
 ) as { id: number; author: object }[];
 
-function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  return fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
-function put(url: string, body: unknown, headers: Record<string, string> = {}) {
-  return fetch(url, {
-    method: "PUT",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
 Deno.test("REST over a socket", async (t) => {
   const server = await startTestServer();
   const base = server.httpUrl;
+  const api = addressBook(base);
   try {
     await t.step("GET /rest/books: every shipped book, ascending id", async () => {
       const res = await fetch(`${base}/rest/books`);
@@ -70,7 +57,7 @@ Deno.test("REST over a socket", async (t) => {
     let ada: { id: number };
     let adaEtag: string;
     await t.step("POST /addresses: 201, Location, ETag, the stored address", async () => {
-      const res = await post(`${base}/addresses`, { ...ADA, ignored: true });
+      const res = await api.create({ ...ADA, ignored: true });
       assert.equal(res.status, 201);
       ada = await res.json();
       assert.deepEqual(ada, { id: ada.id, ...ADA });
@@ -78,13 +65,13 @@ Deno.test("REST over a socket", async (t) => {
       assert.equal(res.headers.get("location"), `/addresses/${ada.id}`);
       adaEtag = res.headers.get("etag")!;
       assert.match(adaEtag, /^"[0-9a-f]{20}"$/);
-      const again = await post(`${base}/addresses`, ADA);
+      const again = await api.create(ADA);
       assert.equal(again.status, 201);
       assert.notEqual((await again.json()).id, ada.id, "every POST creates a new address");
     });
 
     await t.step("POST trims fields", async () => {
-      const res = await post(`${base}/addresses`, {
+      const res = await api.create({
         name: "  Bo ",
         city: " Oslo",
         postalCode: "0150 ",
@@ -105,7 +92,7 @@ Deno.test("REST over a socket", async (t) => {
     });
 
     await t.step("PUT existing: 200, city and postalCode replaced, name kept", async () => {
-      const res = await put(`${base}/addresses/${ada.id}`, {
+      const res = await api.put(ada.id, {
         name: "Someone Else",
         city: "Paris",
         postalCode: "75001",
@@ -120,7 +107,7 @@ Deno.test("REST over a socket", async (t) => {
     });
 
     await t.step("PUT absent: 201, stored under a generated id, Location of that id", async () => {
-      const res = await put(`${base}/addresses/900000`, ADA);
+      const res = await api.put(900000, ADA);
       assert.equal(res.status, 201);
       const body = await res.json();
       assert.notEqual(body.id, 900000);
@@ -130,7 +117,7 @@ Deno.test("REST over a socket", async (t) => {
     });
 
     await t.step("If-Match: stale ETag is 412 and nothing changes", async () => {
-      const res = await put(`${base}/addresses/${ada.id}`, { ...ADA, city: "Rome" }, {
+      const res = await api.put(ada.id, { ...ADA, city: "Rome" }, {
         "if-match": adaEtag,
       });
       assert.equal(res.status, 412);
@@ -141,7 +128,7 @@ Deno.test("REST over a socket", async (t) => {
 
     await t.step("GET /addresses pages by ascending id with nextCursor", async () => {
       for (let i = 0; i < 5; i++) {
-        await (await post(`${base}/addresses`, { ...ADA, name: `p${i}` })).body?.cancel();
+        await (await api.create({ ...ADA, name: `p${i}` })).body?.cancel();
       }
       const ids: number[] = [];
       let url: string | null = `${base}/addresses?limit=2`;
@@ -169,7 +156,7 @@ Deno.test("REST over a socket", async (t) => {
       const again = await fetch(`${base}/addresses/${ada.id}`, { method: "DELETE" });
       assert.equal(again.status, 404);
       await again.body?.cancel();
-      const next = await (await post(`${base}/addresses`, ADA)).json();
+      const next = await (await api.create(ADA)).json();
       assert.ok(next.id > ada.id);
     });
 
@@ -203,9 +190,7 @@ Deno.test("REST over a socket", async (t) => {
         });
         await res.body?.cancel();
         assert.equal(res.headers.get("x-request-id"), "trace-abc.1");
-        await new Promise((r) => setTimeout(r, 20));
-        const line = server.logs.find((l) => l.requestId === "trace-abc.1");
-        assert.ok(line);
+        const line = await waitForLine(() => server.logs, (l) => l.requestId === "trace-abc.1");
         assert.equal(line.msg, "request");
         assert.equal(line.method, "GET");
         assert.equal(line.path, "/api/book/1");

@@ -1,15 +1,11 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import type http2 from "node:http2";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
-import { createLogger } from "../lib/log.ts";
-import { type GrpcListenerConfig, startGrpcListener } from "../rpc/listener/grpc_listener.ts";
+import type { GrpcListenerConfig } from "../rpc/listener/grpc_listener.ts";
 import { clientOf } from "../rpc/listener/connection_guard.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
-import { startTestServer } from "./support/server.ts";
-import { createBookStore } from "../store/books.ts";
+import { waitFor } from "./support/process.ts";
+import { booksClient, grpcTransport, http2Session } from "./support/rpc_clients.ts";
+import { startTestListener, startTestServer } from "./support/server.ts";
 import {
   clientStart,
   connectRaw,
@@ -27,42 +23,22 @@ import {
 const FLOODER = "127.0.0.1";
 const OTHER = "127.0.0.2";
 
+/** A listener on every interface (for the clients' several loopback addresses). */
 async function listen(options: Partial<GrpcListenerConfig> = {}) {
-  const logs: Record<string, unknown>[] = [];
-  const logger = createLogger({
-    level: "info",
-    write: (text) => {
-      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
-    },
-  });
-  const books = createBookStore([
-    { id: 1, title: "Kindred", year: 1979, author: { firstName: "Octavia", lastName: "Butler" } },
-  ]);
-  const listener = await startGrpcListener(
-    { port: 0, host: "0.0.0.0", ...options },
-    { books, logger },
-  );
-  const url = listener.url.replace("0.0.0.0", "127.0.0.1");
+  const listener = await startTestListener({ host: "0.0.0.0", ...options }, { level: "info" });
   return {
-    url,
-    logs,
-    flush: () => logger.flush(),
+    ...listener,
     /** Lines other than the per-call `rpc` access log. */
-    noise: () => (logger.flush(), logs.filter((l) => l.msg !== "rpc")),
+    noise: () => (listener.flush(), listener.logs.filter((l) => l.msg !== "rpc")),
     shutdown: () => listener.shutdown(1000),
   };
 }
 
 /** A gRPC client (Connect over node:http2) on its own connection from `localAddress`. */
 function clientFrom(url: string, localAddress: string) {
-  const session = new Http2SessionManager(url, {}, { localAddress } as http2.ClientSessionOptions);
-  const client = createClient(
-    BooksService,
-    createGrpcTransport({ baseUrl: url, sessionManager: session }),
-  );
+  const client = booksClient(grpcTransport(url, http2Session(url, { localAddress })));
   return {
     books: async () => (await client.books({}, { timeoutMs: 5000 })).book.map((b) => b.title),
-    close: () => session.abort(),
   };
 }
 
@@ -72,23 +48,6 @@ async function openMany(url: string, count: number, localAddress: string, start?
   );
   if (start) { for (const c of conns) c.write(start); }
   return conns;
-}
-
-function waitUntil<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  ms = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const tick = async () => {
-      const value = await probe();
-      if (value !== undefined) return resolve(value);
-      if (Date.now() > deadline) return reject(new Error(`timed out waiting for ${what}`));
-      setTimeout(tick, 20);
-    };
-    tick();
-  });
 }
 
 const open = (conns: RawConnection[]) => conns.filter((c) => !c.isClosed()).length;
@@ -104,7 +63,7 @@ Deno.test("one address's flood of connections that never send the preface does n
   try {
     flood = await openMany(server.url, 1000, FLOODER);
     // Over its own cap, the flooding address's connections are closed at once...
-    await waitUntil(
+    await waitFor(
       "the flood cut to the per-client cap",
       () => open(flood) <= 100 ? true : undefined,
     );
@@ -112,11 +71,10 @@ Deno.test("one address's flood of connections that never send the preface does n
     assert.deepEqual(await other.books(), ["Kindred"]);
     assert.ok(open(flood) > 0, "the flood's connections within the cap are still waiting");
     // The preface never comes: each is closed once the handshake time is up.
-    await waitUntil("the handshake timeout", () => open(flood) === 0 ? true : undefined);
+    await waitFor("the handshake timeout", () => open(flood) === 0 ? true : undefined);
     assert.deepEqual(await other.books(), ["Kindred"]);
   } finally {
     for (const c of flood) c.socket.destroy();
-    other.close();
     await server.shutdown();
   }
   const noise = server.noise();
@@ -170,7 +128,7 @@ Deno.test("connections per client address are capped; other addresses are not af
     // A slot freed is a slot to take again.
     conns[0]!.socket.end();
     await conns[0]!.closed;
-    await waitUntil("the slot freed", async () => {
+    await waitFor("the slot freed", async () => {
       const again = await connectRaw(server.url, { localAddress: FLOODER });
       again.write(clientStart());
       conns.push(again);
@@ -179,7 +137,6 @@ Deno.test("connections per client address are capped; other addresses are not af
     assert.ok(await rawBooks(conns.at(-1)!, 1) > 5);
   } finally {
     for (const c of conns) c.socket.destroy();
-    other.close();
     await server.shutdown();
   }
   const refused = server.noise().filter((l) => l.msg === "grpc connections refused");
@@ -369,7 +326,6 @@ Deno.test("HTTP/2 abuse ends the abusive connection and leaves the listener serv
       }
     });
   } finally {
-    other.close();
     await server.shutdown();
   }
   // The abuse is visible in the log as a few lines, not one per frame or connection.

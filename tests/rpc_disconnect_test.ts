@@ -1,8 +1,5 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import {
   clientStart,
   connectRaw,
@@ -10,10 +7,8 @@ import {
   grpcCall,
   type RawConnection,
 } from "./support/h2_raw.ts";
-import { createLogger } from "../lib/log.ts";
-import { startGrpcListener } from "../rpc/listener/grpc_listener.ts";
-import { createBookStore } from "../store/books.ts";
-import { startTestServer } from "./support/server.ts";
+import { booksClient, grpcTransport } from "./support/rpc_clients.ts";
+import { startTestListener, startTestServer } from "./support/server.ts";
 
 type Ending = "fin" | "rst";
 type Moment = "with-the-calls" | "after-first-answer" | "a-moment-later";
@@ -44,11 +39,7 @@ async function vanishingClient(url: string, ending: Ending, moment: Moment, call
 
 Deno.test("gRPC clients that vanish mid-call (FIN and RST) never take the listener down", async () => {
   const server = await startTestServer({ LOG_LEVEL: "info" });
-  const session = new Http2SessionManager(server.grpcUrl!);
-  const steady = createClient(
-    BooksService,
-    createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: session }),
-  );
+  const steady = booksClient(grpcTransport(server.grpcUrl!));
   const expected = (await steady.books({})).book.length;
   assert.ok(expected > 0);
   let stop = false;
@@ -88,7 +79,6 @@ Deno.test("gRPC clients that vanish mid-call (FIN and RST) never take the listen
   } finally {
     stop = true;
     await steadyLoop;
-    session.abort();
     await server.close();
   }
   const died = server.logs.filter((l) => l.msg === "grpc listener died; restarting");
@@ -103,17 +93,7 @@ Deno.test("gRPC clients that vanish mid-call (FIN and RST) never take the listen
 });
 
 Deno.test("frames for a client that closed its connection are dropped, not written", async () => {
-  const logs: Record<string, unknown>[] = [];
-  const logger = createLogger({
-    level: "debug",
-    write: (text) => {
-      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
-    },
-  });
-  const books = createBookStore([
-    { id: 1, title: "Kindred", year: 1979, author: { firstName: "Octavia", lastName: "Butler" } },
-  ]);
-  const listener = await startGrpcListener({ port: 0, host: "127.0.0.1" }, { books, logger });
+  const listener = await startTestListener();
   try {
     for (let round = 0; round < 4; round++) {
       await Promise.all(
@@ -127,7 +107,8 @@ Deno.test("frames for a client that closed its connection are dropped, not writt
   } finally {
     await listener.shutdown();
   }
-  logger.flush();
+  listener.flush();
+  const logs = listener.logs;
   // Writing them would fail the socket with EPIPE ("This socket has been ended by the other
   // party"), which node:http2 hands to the connection and each of its streams as an error.
   const writeErrors = logs.filter((l) => /ended by the other party|EPIPE/.test(String(l.error)));

@@ -1,16 +1,15 @@
 import assert from "node:assert/strict";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { AppError, ERROR_DEFINITIONS, type ErrorCode } from "../lib/errors.ts";
-import { createLogger } from "../lib/log.ts";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 import { GRPC_CODE_OF } from "../rpc/connect/errors.ts";
-import { startGrpcListener } from "../rpc/listener/grpc_listener.ts";
 import type { BookStore } from "../store/books.ts";
+import {
+  booksClient,
+  connectTransport,
+  grpcTransport,
+  http2Session,
+} from "./support/rpc_clients.ts";
+import { startTestListener } from "./support/server.ts";
 
 /** A store whose list() fails with the given error: the fault reaches the real listener. */
 function failingStore(error: unknown): BookStore {
@@ -28,34 +27,20 @@ function failingStore(error: unknown): BookStore {
 }
 
 async function callBooks(error: unknown) {
-  const logs: Record<string, unknown>[] = [];
-  const logger = createLogger({
-    level: "debug",
-    write: (text) => {
-      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
-    },
-  });
-  const listener = await startGrpcListener(
-    { port: 0, host: "127.0.0.1" },
-    { books: failingStore(error), logger },
-  );
-  const session = new Http2SessionManager(listener.url);
+  const listener = await startTestListener({}, { books: failingStore(error) });
+  // One connection for both protocols.
+  const session = http2Session(listener.url);
   try {
-    const grpcError = await createClient(
-      BooksService,
-      createGrpcTransport({ baseUrl: listener.url, sessionManager: session }),
-    ).books({}, { headers: { "x-request-id": "fault-1" } }).then(
-      () => assert.fail("the call should fail"),
-      (e) => ConnectError.from(e),
-    );
-    const connectError = await createClient(
-      BooksService,
-      createConnectTransport({ baseUrl: listener.url, httpVersion: "2", sessionManager: session }),
-    ).books({}).then(() => assert.fail("the call should fail"), (e) => ConnectError.from(e));
-    logger.flush();
-    return { grpcError, connectError, logs };
+    const grpcError = await booksClient(grpcTransport(listener.url, session))
+      .books({}, { headers: { "x-request-id": "fault-1" } }).then(
+        () => assert.fail("the call should fail"),
+        (e) => ConnectError.from(e),
+      );
+    const connectError = await booksClient(connectTransport(listener.url, "2", { session }))
+      .books({}).then(() => assert.fail("the call should fail"), (e) => ConnectError.from(e));
+    listener.flush();
+    return { grpcError, connectError, logs: listener.logs };
   } finally {
-    session.abort();
     await listener.shutdown();
   }
 }

@@ -6,8 +6,6 @@ import {
   FileDescriptorProtoSchema,
 } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import {
   Health,
@@ -18,9 +16,16 @@ import {
   type ServerReflectionRequest,
 } from "../rpc/gen/grpc/reflection/v1/reflection_pb.ts";
 import { schemaByReflection } from "../rpc/examples/grpc_js_client.ts";
+import {
+  type GrpcJsClient,
+  grpcJsClient,
+  grpcJsUnary,
+  grpcTransport,
+  protoDefinition,
+  sessionThroughShutdown,
+} from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
 
-const PROTO_DIR = new URL("../rpc/proto/", import.meta.url).pathname;
 const SERVICES = [
   "books.v1.BooksService",
   "grpc.health.v1.Health",
@@ -33,19 +38,16 @@ type Ask = ServerReflectionRequest["messageRequest"];
 // deno-lint-ignore no-explicit-any
 type AnyClient = any;
 
-function grpcJs(file: string, grpcUrl: string, service: string[]): AnyClient {
-  const definition = protoLoader.loadSync(file, {
-    includeDirs: [PROTO_DIR],
-    keepCase: true,
-    enums: String,
+/** A grpc-js client of `service` as `file` (in rpc/proto/) publishes it, enums as names. */
+function grpcJs(file: string, grpcUrl: string, service: string[]): GrpcJsClient & Disposable {
+  return grpcJsClient(grpcUrl, {
+    definition: protoDefinition(file, { enums: String }),
+    service,
   });
-  let ctor = grpc.loadPackageDefinition(definition) as AnyClient;
-  for (const part of service) ctor = ctor[part];
-  return new ctor(new URL(grpcUrl).host, grpc.credentials.createInsecure());
 }
 
 /** Sends reflection requests on one stream with @grpc/grpc-js and collects the answers. */
-function reflectWithGrpcJs(client: AnyClient, requests: object[]): Promise<AnyClient[]> {
+function reflectWithGrpcJs(client: GrpcJsClient, requests: object[]): Promise<AnyClient[]> {
   return new Promise((resolve, reject) => {
     const answers: AnyClient[] = [];
     const call = client.ServerReflectionInfo();
@@ -59,8 +61,7 @@ function reflectWithGrpcJs(client: AnyClient, requests: object[]): Promise<AnyCl
 
 Deno.test("grpc.health.v1.Health and server reflection on the gRPC listener", async (t) => {
   const server = await startTestServer();
-  const session = new Http2SessionManager(server.grpcUrl!);
-  const transport = createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: session });
+  const transport = grpcTransport(server.grpcUrl!);
   const health = createClient(Health, transport);
   const reflection = createClient(ServerReflection, transport);
   async function reflect(...asks: Ask[]) {
@@ -102,23 +103,17 @@ Deno.test("grpc.health.v1.Health and server reflection on the gRPC listener", as
     );
 
     await t.step("Check with @grpc/grpc-js and the published health.proto", async () => {
-      const client = grpcJs(`${PROTO_DIR}grpc/health/v1/health.proto`, server.grpcUrl!, [
+      using client = grpcJs("grpc/health/v1/health.proto", server.grpcUrl!, [
         "grpc",
         "health",
         "v1",
         "Health",
       ]);
-      try {
-        const res = await new Promise<AnyClient>((resolve, reject) =>
-          client.Check(
-            { service: "books.v1.BooksService" },
-            (e: unknown, r: unknown) => e ? reject(e) : resolve(r),
-          )
-        );
-        assert.equal(res.status, "SERVING");
-      } finally {
-        client.close();
-      }
+      const answer = await grpcJsUnary<{ status: string }>(client, "Check", {
+        service: "books.v1.BooksService",
+      });
+      assert.ifError(answer.error);
+      assert.equal(answer.response!.status, "SERVING");
     });
 
     await t.step("reflection v1: list_services names exactly the served services", async () => {
@@ -189,28 +184,24 @@ Deno.test("grpc.health.v1.Health and server reflection on the gRPC listener", as
     );
 
     await t.step("reflection v1alpha with @grpc/grpc-js: list and resolve", async () => {
-      const client = grpcJs(
-        `${PROTO_DIR}grpc/reflection/v1alpha/reflection.proto`,
+      using client = grpcJs(
+        "grpc/reflection/v1alpha/reflection.proto",
         server.grpcUrl!,
         ["grpc", "reflection", "v1alpha", "ServerReflection"],
       );
-      try {
-        const [list, found] = await reflectWithGrpcJs(client, [
-          { list_services: "" },
-          { file_containing_symbol: "books.v1.BooksService" },
-        ]);
-        assert.deepEqual(
-          list.list_services_response.service.map((s: AnyClient) => s.name).sort(),
-          SERVICES,
-        );
-        const file = fromBinary(
-          FileDescriptorProtoSchema,
-          found.file_descriptor_response.file_descriptor_proto[0],
-        );
-        assert.equal(file.name, "books/v1/books.proto");
-      } finally {
-        client.close();
-      }
+      const [list, found] = await reflectWithGrpcJs(client, [
+        { list_services: "" },
+        { file_containing_symbol: "books.v1.BooksService" },
+      ]);
+      assert.deepEqual(
+        list.list_services_response.service.map((s: AnyClient) => s.name).sort(),
+        SERVICES,
+      );
+      const file = fromBinary(
+        FileDescriptorProtoSchema,
+        found.file_descriptor_response.file_descriptor_proto[0],
+      );
+      assert.equal(file.name, "books/v1/books.proto");
     });
 
     await t.step(
@@ -218,45 +209,33 @@ Deno.test("grpc.health.v1.Health and server reflection on the gRPC listener", as
       async () => {
         // rpc/examples/grpc_js_client.ts: only the standard reflection.proto is on disk.
         const target = new URL(server.grpcUrl!).host;
-        let books: AnyClient;
-        try {
-          const definition = protoLoader.loadFileDescriptorSetFromBuffer(
-            await schemaByReflection(target, "books.v1.BooksService"),
-            { keepCase: true },
-          );
-          const pkg = grpc.loadPackageDefinition(definition) as AnyClient;
-          books = new pkg.books.v1.BooksService(
-            new URL(server.grpcUrl!).host,
-            grpc.credentials.createInsecure(),
-          );
-          const res = await new Promise<AnyClient>((resolve, reject) =>
-            books.books({}, (e: unknown, r: unknown) => e ? reject(e) : resolve(r))
-          );
-          const rest = await (await fetch(`${server.httpUrl}/rest/books`)).json();
-          assert.equal(res.book.length, rest.length);
-          assert.deepEqual(res.book[0], {
-            title: rest[0].title,
-            year: rest[0].year,
-            author: rest[0].author,
-          });
-        } finally {
-          books?.close();
-        }
+        const definition = protoLoader.loadFileDescriptorSetFromBuffer(
+          await schemaByReflection(target, "books.v1.BooksService"),
+          { keepCase: true },
+        );
+        using books = grpcJsClient(server.grpcUrl!, { definition });
+        const answer = await grpcJsUnary<AnyClient>(books, "books");
+        assert.ifError(answer.error);
+        const res = answer.response;
+        const rest = await (await fetch(`${server.httpUrl}/rest/books`)).json();
+        assert.equal(res.book.length, rest.length);
+        assert.deepEqual(res.book[0], {
+          title: rest[0].title,
+          year: rest[0].year,
+          author: rest[0].author,
+        });
       },
     );
   } finally {
-    session.abort();
     await server.close();
   }
 });
 
 Deno.test("Health.Watch reports NOT_SERVING at shutdown, then ends with UNAVAILABLE", async () => {
   const server = await startTestServer();
-  const session = new Http2SessionManager(server.grpcUrl!);
-  const health = createClient(
-    Health,
-    createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: session }),
-  );
+  // Open while the server shuts down, which is what this test watches; closed when it ends.
+  using session = sessionThroughShutdown(server.grpcUrl!);
+  const health = createClient(Health, grpcTransport(server.grpcUrl!, session));
   const seen: (Status | string)[] = [];
   let first: () => void = () => {};
   const started = new Promise<void>((resolve) => (first = resolve));
@@ -279,7 +258,6 @@ Deno.test("Health.Watch reports NOT_SERVING at shutdown, then ends with UNAVAILA
     const line = server.logs.find((l) => l.procedure === "grpc.health.v1.Health/Watch");
     assert.equal(line?.code, "Unavailable");
   } finally {
-    session.abort();
     await server.close();
   }
 });

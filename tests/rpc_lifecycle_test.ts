@@ -1,45 +1,24 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import tls from "node:tls";
-import { createClient } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 import { createLogger } from "../lib/log.ts";
 import { startServer } from "../main.ts";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { waitForLine } from "./support/logs.ts";
+import {
+  booksClient,
+  connectTransport,
+  grpcJsClient,
+  grpcJsUnary,
+  grpcTransport,
+  http2Session,
+} from "./support/rpc_clients.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
 
-/** The log lines written so far (the logger writes on the next timer tick). */
-async function logsOf(server: { logs: Record<string, unknown>[] }) {
-  await new Promise((resolve) => setTimeout(resolve, 10));
-  return server.logs;
-}
-
-const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
 const CA = new URL("../rpc/testdata/ca.crt", import.meta.url).pathname;
 const CERT = new URL("../rpc/testdata/localhost.crt", import.meta.url).pathname;
 const KEY = new URL("../rpc/testdata/localhost.key", import.meta.url).pathname;
-
-// deno-lint-ignore no-explicit-any
-function grpcJsBooks(target: string, credentials: grpc.ChannelCredentials): any {
-  const definition = protoLoader.loadSync(BOOKS_PROTO, { keepCase: true });
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition(definition) as any;
-  return new pkg.books.v1.BooksService(target, credentials);
-}
-
-// deno-lint-ignore no-explicit-any
-function callBooks(client: any): Promise<{ book: unknown[] }> {
-  return new Promise((resolve, reject) =>
-    client.books({}, (e: unknown, r: { book: unknown[] }) => e ? reject(e) : resolve(r))
-  );
-}
 
 /**
  * A Node.js HTTP/2 client (a separate runtime on purpose: Deno 2.9.6's node:http2 client can
@@ -126,13 +105,10 @@ Deno.test("GRPC_PORT=off: no second listener; Connect still works on the main po
   const server = await startTestServer({ GRPC_PORT: "off" });
   try {
     assert.equal(server.grpcUrl, undefined);
-    const listening = (await logsOf(server)).find((l) => l.msg === "listening");
-    assert.ok(listening?.http);
+    const listening = await waitForLine(() => server.logs, "listening");
+    assert.ok(listening.http);
     assert.equal(listening.grpc, undefined);
-    const response = await createClient(
-      BooksService,
-      createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-    ).books({});
+    const response = await booksClient(connectTransport(server.httpUrl, "1.1")).books({});
     assert.ok(response.book.length >= 25);
   } finally {
     await server.close();
@@ -143,11 +119,11 @@ Deno.test("GRPC_TLS_CERT/GRPC_TLS_KEY: HTTP/2 over TLS, h2 chosen by ALPN", asyn
   const server = await startTestServer({ GRPC_TLS_CERT: CERT, GRPC_TLS_KEY: KEY });
   const ca = await Deno.readTextFile(CA);
   const url = new URL(server.grpcUrl!);
-  const session = new Http2SessionManager(server.grpcUrl!, undefined, { ca });
+  const session = http2Session(server.grpcUrl!, { ca });
   try {
     assert.equal(url.protocol, "https:");
-    const listening = (await logsOf(server)).find((l) => l.msg === "listening");
-    assert.equal(listening?.grpc, server.grpcUrl);
+    const listening = await waitForLine(() => server.logs, "listening");
+    assert.equal(listening.grpc, server.grpcUrl);
 
     await t.step("ALPN offers h2 first, and http/1.1 for gRPC-Web and Connect", async () => {
       for (const [offer, chosen] of [[["h2", "http/1.1"], "h2"], [["http/1.1"], "http/1.1"]]) {
@@ -167,23 +143,18 @@ Deno.test("GRPC_TLS_CERT/GRPC_TLS_KEY: HTTP/2 over TLS, h2 chosen by ALPN", asyn
     });
 
     await t.step("a Connect gRPC client trusting the certificate", async () => {
-      const response = await createClient(
-        BooksService,
-        createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: session }),
-      ).books({});
+      const response = await booksClient(grpcTransport(server.grpcUrl!, session)).books({});
       assert.ok(response.book.length >= 25);
     });
 
     await t.step("@grpc/grpc-js with TLS credentials", async () => {
-      const client = grpcJsBooks(
-        `localhost:${url.port}`,
-        grpc.credentials.createSsl(Buffer.from(ca)),
-      );
-      try {
-        assert.ok((await callBooks(client)).book.length >= 25);
-      } finally {
-        client.close();
-      }
+      using client = grpcJsClient(server.grpcUrl!, {
+        target: `localhost:${url.port}`,
+        credentials: grpc.credentials.createSsl(Buffer.from(ca)),
+      });
+      const answer = await grpcJsUnary(client, "books");
+      assert.ifError(answer.error);
+      assert.ok(answer.response!.book.length >= 25);
     });
 
     await t.step("Connect and gRPC-Web over HTTP/1.1 with TLS (fetch, h2 off)", async () => {
@@ -213,20 +184,9 @@ Deno.test("GRPC_TLS_CERT/GRPC_TLS_KEY: HTTP/2 over TLS, h2 chosen by ALPN", asyn
     });
 
     await t.step("a client that does not trust the certificate is refused", async () => {
-      const untrusting = new Http2SessionManager(server.grpcUrl!);
-      try {
-        await assert.rejects(
-          createClient(
-            BooksService,
-            createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: untrusting }),
-          ).books({}),
-        );
-      } finally {
-        untrusting.abort();
-      }
+      await assert.rejects(booksClient(grpcTransport(server.grpcUrl!)).books({}));
     });
   } finally {
-    session.abort();
     await server.close();
   }
 });
@@ -296,12 +256,10 @@ Deno.test("as a process: the listening line names the gRPC URL; SIGTERM exits 0"
   const server = await spawnServer({ KV_PATH: `${dir}/kv.sqlite3` });
   try {
     assert.match(server.grpcUrl ?? "", /^http:\/\/127\.0\.0\.1:\d+$/);
-    const client = grpcJsBooks(new URL(server.grpcUrl!).host, grpc.credentials.createInsecure());
-    try {
-      assert.ok((await callBooks(client)).book.length >= 25);
-    } finally {
-      client.close();
-    }
+    using client = grpcJsClient(server.grpcUrl!);
+    const answer = await grpcJsUnary(client, "books");
+    assert.ifError(answer.error);
+    assert.ok(answer.response!.book.length >= 25);
   } finally {
     assert.equal(await server.stop(), 0, server.output());
     await Deno.remove(dir, { recursive: true });

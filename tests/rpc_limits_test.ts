@@ -3,66 +3,49 @@ import { Buffer } from "node:buffer";
 import http2 from "node:http2";
 import net from "node:net";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { fromBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
-import { BooksResponseSchema, BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { BooksResponseSchema } from "../rpc/gen/books/v1/books_pb.ts";
 import { Health } from "../rpc/gen/grpc/health/v1/health_pb.ts";
-import { createLogger } from "../lib/log.ts";
-import { startGrpcListener } from "../rpc/listener/grpc_listener.ts";
 import { MAX_MESSAGE_BYTES } from "../rpc/connect/router.ts";
-import { createBookStore } from "../store/books.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
-import { startTestServer } from "./support/server.ts";
-
-interface RawAnswer {
-  status: number | undefined;
-  grpcStatus: string | undefined;
-  grpcMessage: string;
-  body: Buffer;
-}
+import { h2Request } from "./support/raw_http.ts";
+import { BOOKS_PATH } from "./support/requests.ts";
+import {
+  booksClient,
+  grpcJsClient,
+  grpcTransport,
+  http2Session,
+  rawSession,
+} from "./support/rpc_clients.ts";
+import { startTestListener, startTestServer } from "./support/server.ts";
 
 /**
- * One request with a hand-made body (node:http2 client). All calls share one connection: each
- * connection a client closes is a chance to hit the Deno 2.9.6 node:http2 crash described in
- * docs/grpc.md, so the tests open few.
+ * One POST with a hand-made body (node:http2 client): its status and gRPC status. All calls share
+ * one connection: each connection a client closes is a chance to hit the Deno 2.9.6 node:http2
+ * crash described in docs/grpc.md, so the tests open few.
  */
 async function rawCall(
   session: http2.ClientHttp2Session,
   path: string,
   body: Uint8Array,
   contentTypeOrHeaders: string | Record<string, string> = "application/grpc",
-): Promise<RawAnswer> {
+) {
   const extra = typeof contentTypeOrHeaders === "string"
     ? { "content-type": contentTypeOrHeaders }
     : { "content-type": "application/grpc", ...contentTypeOrHeaders };
-  {
-    const req = session.request({
-      ":method": "POST",
-      ":path": path,
-      te: "trailers",
-      ...extra,
-    });
-    let headers: http2.IncomingHttpHeaders = {};
-    let trailers: http2.IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    req.on("response", (h) => (headers = h));
-    req.on("trailers", (t) => (trailers = t));
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    await new Promise<void>((resolve, reject) => {
-      req.on("end", resolve);
-      req.on("error", reject);
-      req.end(body);
-    });
-    const status = headers["grpc-status"] ?? trailers["grpc-status"];
-    const message = headers["grpc-message"] ?? trailers["grpc-message"];
-    return {
-      status: Number(headers[":status"]),
-      grpcStatus: status === undefined ? undefined : String(status),
-      grpcMessage: decodeURIComponent(String(message ?? "")),
-      body: Buffer.concat(chunks),
-    };
-  }
+  const answer = await h2Request(session, {
+    method: "POST",
+    target: path,
+    headers: { te: "trailers", ...extra },
+    body,
+  });
+  return {
+    status: answer.status,
+    grpcStatus: answer.fields.get("grpc-status") ?? undefined,
+    grpcMessage: decodeURIComponent(answer.fields.get("grpc-message") ?? ""),
+    body: answer.body,
+  };
 }
 
 /** Writes raw bytes on a TCP connection; resolves with what came back once the server closed. */
@@ -102,24 +85,17 @@ const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 Deno.test("the gRPC listener survives bad input and enforces its limits", async (t) => {
   const server = await startTestServer();
   const grpcUrl = server.grpcUrl!;
-  const session = new Http2SessionManager(grpcUrl);
-  const books = createClient(
-    BooksService,
-    createGrpcTransport({ baseUrl: grpcUrl, sessionManager: session }),
-  );
-  const health = createClient(
-    Health,
-    createGrpcTransport({ baseUrl: grpcUrl, sessionManager: session }),
-  );
+  const session = http2Session(grpcUrl);
+  const books = booksClient(grpcTransport(grpcUrl, session));
+  const health = createClient(Health, grpcTransport(grpcUrl, session));
   async function stillServes() {
     assert.ok((await books.books({})).book.length >= 25);
   }
-  const raw = http2.connect(grpcUrl);
-  raw.on("error", () => {});
+  const raw = rawSession(grpcUrl);
   const remoteSettings = new Promise<http2.Settings>((resolve) =>
     raw.once("remoteSettings", resolve)
   );
-  const grpcJs = new grpc.Client(new URL(grpcUrl).host, grpc.credentials.createInsecure());
+  const grpcJs = grpcJsClient(grpcUrl, { service: [] });
   function grpcJsUnary(path: string, request: Buffer, deadline?: Date) {
     return new Promise<{ code: number; details: string }>((resolve) => {
       grpcJs.makeUnaryRequest(
@@ -214,7 +190,7 @@ Deno.test("the gRPC listener survives bad input and enforces its limits", async 
           notProtobuf,
           "application/proto",
         );
-        const res = await fetch(`${server.httpUrl}/books.v1.BooksService/books`, {
+        const res = await fetch(`${server.httpUrl}${BOOKS_PATH}`, {
           method: "POST",
           headers: { "content-type": "application/proto" },
           body: notProtobuf,
@@ -345,8 +321,6 @@ Deno.test("the gRPC listener survives bad input and enforces its limits", async 
     );
   } finally {
     raw.destroy();
-    grpcJs.close();
-    session.abort();
     await server.close();
   }
 });
@@ -362,25 +336,8 @@ function varint(value: number): number[] {
 }
 
 Deno.test("connections over the limit are closed; the ones within keep working", async () => {
-  const logs: Record<string, unknown>[] = [];
-  const logger = createLogger({
-    level: "debug",
-    write: (text) => {
-      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
-    },
-  });
-  const books = createBookStore([
-    { id: 1, title: "Kindred", year: 1979, author: { firstName: "Octavia", lastName: "Butler" } },
-  ]);
-  const listener = await startGrpcListener(
-    { port: 0, host: "127.0.0.1", maxConnections: 2 },
-    { books, logger },
-  );
-  const clients = [0, 1, 2].map(() => {
-    const client = http2.connect(listener.url);
-    client.on("error", () => {});
-    return client;
-  });
+  const listener = await startTestListener({ maxConnections: 2 });
+  const clients = [0, 1, 2].map(() => rawSession(listener.url));
   try {
     const closed = new Promise((resolve) => clients[2]!.once("close", resolve));
     for (const client of clients.slice(0, 2)) {
@@ -390,8 +347,8 @@ Deno.test("connections over the limit are closed; the ones within keep working",
       assert.deepEqual(response.book.map((b) => b.title), ["Kindred"]);
     }
     await closed;
-    logger.flush();
-    const refused = logs.filter((l) => l.msg === "grpc connections refused");
+    listener.flush();
+    const refused = listener.logs.filter((l) => l.msg === "grpc connections refused");
     assert.deepEqual(refused.map((l) => l.refused), [{ "connection-limit": 1 }]);
   } finally {
     for (const client of clients) client.destroy();

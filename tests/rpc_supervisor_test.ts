@@ -1,32 +1,15 @@
 import assert from "node:assert/strict";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
-import { createLogger } from "../lib/log.ts";
 import { startSupervisedGrpc } from "../rpc/process/grpc_supervisor.ts";
+import { captureLogs, waitForLine } from "./support/logs.ts";
+import { waitFor } from "./support/process.ts";
+import { booksClient, grpcTransport, http2Session } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
 
+/** The number of books one gRPC call on a connection of its own returns. */
 async function grpcBooks(baseUrl: string): Promise<number> {
-  const session = new Http2SessionManager(baseUrl);
-  try {
-    const client = createClient(
-      BooksService,
-      createGrpcTransport({ baseUrl, sessionManager: session }),
-    );
-    return (await client.books({}, { timeoutMs: 5000 })).book.length;
-  } finally {
-    session.abort();
-  }
-}
-
-async function waitFor<T>(what: string, probe: () => T | undefined, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  using session = http2Session(baseUrl);
+  const client = booksClient(grpcTransport(baseUrl, session));
+  return (await client.books({}, { timeoutMs: 5000 })).book.length;
 }
 
 Deno.test("the gRPC listener dying is contained: HTTP keeps serving, gRPC comes back", async () => {
@@ -34,19 +17,13 @@ Deno.test("the gRPC listener dying is contained: HTTP keeps serving, gRPC comes 
   try {
     const books = await grpcBooks(server.grpcUrl!);
     assert.ok(books >= 25);
-    const first = await waitFor(
-      "the child's listening line",
-      () => server.logs.find((l) => l.msg === "grpc listening"),
-    );
+    const first = await waitForLine(() => server.logs, "grpc listening");
     assert.equal(first.grpc, server.grpcUrl);
     assert.notEqual(first.pid, Deno.pid, "the gRPC listener runs in its own process");
 
     // What Deno 2.9.6's nghttp2 abort does to the process, done on purpose.
     Deno.kill(first.pid as number, "SIGKILL");
-    const died = await waitFor(
-      "the supervisor to notice",
-      () => server.logs.find((l) => l.msg === "grpc listener died; restarting"),
-    );
+    const died = await waitForLine(() => server.logs, "grpc listener died; restarting");
     assert.equal(died.signal, "SIGKILL");
     assert.equal(died.restarts, 1);
     assert.equal(died.stderr, "", "killed: nothing on its stderr");
@@ -56,10 +33,7 @@ Deno.test("the gRPC listener dying is contained: HTTP keeps serving, gRPC comes 
     assert.equal(rest.status, 200);
     assert.equal((await rest.json()).length, books);
 
-    const again = await waitFor(
-      "the restart",
-      () => server.logs.find((l) => l.msg === "grpc listener restarted"),
-    );
+    const again = await waitForLine(() => server.logs, "grpc listener restarted");
     assert.equal(again.grpc, server.grpcUrl, "restarted on the same port");
     const second = server.logs.filter((l) => l.msg === "grpc listening").at(-1)!;
     assert.notEqual(second.pid, first.pid);
@@ -72,13 +46,7 @@ Deno.test("the gRPC listener dying is contained: HTTP keeps serving, gRPC comes 
 });
 
 Deno.test("the supervisor says why a child died: one line with the code, the count and its stderr's first lines", async () => {
-  const logs: Record<string, unknown>[] = [];
-  const logger = createLogger({
-    level: "info",
-    write: (text) => {
-      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
-    },
-  });
+  const { logger, lines: logs } = captureLogs("info");
   const supervised = await startSupervisedGrpc(
     {
       port: 0,

@@ -1,18 +1,9 @@
 import assert from "node:assert/strict";
 import { toJson } from "@bufbuild/protobuf";
-import { createClient, type Transport } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  createGrpcWebTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
-import { BooksResponseSchema, BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { BooksResponseSchema } from "../rpc/gen/books/v1/books_pb.ts";
+import { BOOKS_PATH, connectJson, sendJson } from "./support/requests.ts";
+import { booksClient, everyTransport, grpcJsClient, grpcJsUnary } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
-
-const BOOKS_PROTO = new URL("../rpc/proto/books/v1/books.proto", import.meta.url).pathname;
 
 interface RestBook {
   id: number;
@@ -30,80 +21,17 @@ function asProto(books: RestBook[]) {
   }));
 }
 
-type BooksClient = grpc.Client & {
-  books(
-    request: object,
-    metadata: grpc.Metadata,
-    callback: (error: grpc.ServiceError | null, response: { book: unknown[] }) => void,
-  ): grpc.ClientUnaryCall;
-};
-
-function grpcJsClient(grpcUrl: string): BooksClient {
-  const definition = protoLoader.loadSync(BOOKS_PROTO, { keepCase: true, defaults: true });
-  // deno-lint-ignore no-explicit-any
-  const pkg = grpc.loadPackageDefinition(definition) as any;
-  return new pkg.books.v1.BooksService(new URL(grpcUrl).host, grpc.credentials.createInsecure());
-}
-
 Deno.test("books.v1.BooksService/books over every protocol and both ports", async (t) => {
   const server = await startTestServer();
-  // HTTP/2 sessions are closed by the client before the server stops (see docs/grpc.md:
-  // Deno 2.9.6's node:http2 client can crash when it receives a GOAWAY).
-  const sessions = [
-    new Http2SessionManager(server.grpcUrl!),
-    new Http2SessionManager(server.grpcUrl!),
-    new Http2SessionManager(server.grpcUrl!),
-  ];
   try {
     const rest = await (await fetch(`${server.httpUrl}/rest/books`)).json() as RestBook[];
     const expected = asProto(rest);
     assert.ok(expected.length >= 25);
 
-    const transports: [string, Transport][] = [
-      [
-        "gRPC on the gRPC listener (HTTP/2 cleartext)",
-        createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager: sessions[0] }),
-      ],
-      [
-        "gRPC-Web on the gRPC listener (HTTP/2)",
-        // Without response compression: Deno 2.9.6's node:http2 *client* reports a premature
-        // close when it decompresses slowly (nodejs/node#65677); the server is not involved.
-        createGrpcWebTransport({
-          baseUrl: server.grpcUrl!,
-          httpVersion: "2",
-          sessionManager: sessions[1],
-          acceptCompression: [],
-        }),
-      ],
-      [
-        "Connect on the gRPC listener (HTTP/2)",
-        createConnectTransport({
-          baseUrl: server.grpcUrl!,
-          httpVersion: "2",
-          sessionManager: sessions[2],
-        }),
-      ],
-      [
-        "Connect on the main port (HTTP/1.1)",
-        createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-      ],
-      [
-        "Connect with JSON on the main port",
-        createConnectTransport({
-          baseUrl: server.httpUrl,
-          httpVersion: "1.1",
-          useBinaryFormat: false,
-        }),
-      ],
-      [
-        "gRPC-Web on the main port (HTTP/1.1)",
-        createGrpcWebTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" }),
-      ],
-    ];
-    for (const [name, transport] of transports) {
+    for (const [name, transport] of everyTransport(server)) {
       await t.step(`${name}: the REST catalogue, same order`, async () => {
         let header: Headers | undefined;
-        const response = await createClient(BooksService, transport).books({}, {
+        const response = await booksClient(transport).books({}, {
           headers: { "x-request-id": "rpc-test-1" },
           onHeader: (h) => (header = h),
         });
@@ -113,24 +41,11 @@ Deno.test("books.v1.BooksService/books over every protocol and both ports", asyn
     }
 
     await t.step("@grpc/grpc-js with @grpc/proto-loader (independent implementation)", async () => {
-      const client = grpcJsClient(server.grpcUrl!);
-      try {
-        const metadata = new grpc.Metadata();
-        metadata.set("x-request-id", "grpc-js-1");
-        let echoed: unknown;
-        const response = await new Promise<{ book: unknown[] }>((resolve, reject) => {
-          const call = client.books(
-            {},
-            metadata,
-            (error, res) => error ? reject(error) : resolve(res),
-          );
-          call.on("metadata", (m: grpc.Metadata) => (echoed = m.get("x-request-id")[0]));
-        });
-        assert.deepEqual(response.book, expected);
-        assert.equal(echoed, "grpc-js-1");
-      } finally {
-        client.close();
-      }
+      using client = grpcJsClient(server.grpcUrl!);
+      const answer = await grpcJsUnary(client, "books", {}, { "x-request-id": "grpc-js-1" });
+      assert.ifError(answer.error);
+      assert.deepEqual(answer.response!.book, expected);
+      assert.equal(answer.metadata?.get("x-request-id")[0], "grpc-js-1");
     });
 
     await t.step("a Connect GET (browser- and cache-friendly) on the main port", async () => {
@@ -144,29 +59,17 @@ Deno.test("books.v1.BooksService/books over every protocol and both ports", asyn
     });
 
     await t.step("a Connect POST with curl-style JSON on the main port", async () => {
-      const res = await fetch(`${server.httpUrl}/books.v1.BooksService/books`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: "{}",
-      });
+      const res = await connectJson(server.httpUrl);
       assert.equal(res.status, 200);
       assert.deepEqual(await res.json(), { book: expected });
     });
 
     await t.step("main port: REST-style 405 with Allow and 404 around the procedure", async () => {
-      const put = await fetch(`${server.httpUrl}/books.v1.BooksService/books`, {
-        method: "PUT",
-        headers: { "content-type": "application/json" },
-        body: "{}",
-      });
+      const put = await sendJson(`${server.httpUrl}${BOOKS_PATH}`, "PUT", "{}");
       assert.equal(put.status, 405);
       assert.equal(put.headers.get("allow"), "GET, HEAD, POST, OPTIONS");
       assert.equal((await put.json()).errors[0].error, "method-not-allowed");
-      const unknown = await fetch(`${server.httpUrl}/books.v1.BooksService/nope`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: "{}",
-      });
+      const unknown = await sendJson(`${server.httpUrl}/books.v1.BooksService/nope`, "POST", "{}");
       assert.equal(unknown.status, 404);
       assert.equal((await unknown.json()).errors[0].error, "route-not-found");
     });
@@ -187,17 +90,12 @@ Deno.test("books.v1.BooksService/books over every protocol and both ports", asyn
     await t.step(
       "main port: a Connect call with a bad JSON body is INVALID_ARGUMENT (400)",
       async () => {
-        const res = await fetch(`${server.httpUrl}/books.v1.BooksService/books`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: '{"unterminated',
-        });
+        const res = await connectJson(server.httpUrl, {}, '{"unterminated');
         assert.equal(res.status, 400);
         assert.equal((await res.json()).code, "invalid_argument");
       },
     );
   } finally {
-    for (const session of sessions) session.abort();
     await server.close();
   }
 });

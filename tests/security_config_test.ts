@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { jwtVerify } from "jose";
 import { ConfigError, loadConfig } from "../lib/config.ts";
+import { runMain, START_PERMISSIONS } from "./support/process.ts";
 import { SECRET } from "./support/tokens.ts";
 
 Deno.test("security settings: parsed when valid", () => {
@@ -60,22 +61,11 @@ Deno.test("security settings: a bad value names the variable", () => {
 });
 
 Deno.test("a short AUTH_JWT_SECRET stops start-up with one line that does not show it", async () => {
-  const main = new URL("../main.ts", import.meta.url).pathname;
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-write",
-      "--allow-run",
-      main,
-    ],
-    env: { PORT: "0", GRPC_PORT: "0", AUTH_JWT_SECRET: "hunter2-hunter2" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(stderr) + new TextDecoder().decode(stdout);
+  const { code, stdout, stderr } = await runMain(
+    { PORT: "0", GRPC_PORT: "0", AUTH_JWT_SECRET: "hunter2-hunter2" },
+    { permissions: START_PERMISSIONS },
+  );
+  const text = stderr + stdout;
   assert.equal(code, 2);
   assert.equal(text, "invalid AUTH_JWT_SECRET: must be at least 32 bytes\n");
 });
@@ -175,16 +165,15 @@ Deno.test("a JWKS needs AUTH_AUDIENCE, a JWKS URL AUTH_ISSUER and https off loop
 });
 
 Deno.test("a JWKS without AUTH_AUDIENCE stops start-up with one line and exit 2", async () => {
-  const main = new URL("../main.ts", import.meta.url).pathname;
   const start = async (env: Record<string, string>) => {
-    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-net", "--allow-env", "--allow-read", "--allow-write", main],
-      env: { PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", ...env },
-      clearEnv: true,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    return { code, text: new TextDecoder().decode(stderr) + new TextDecoder().decode(stdout) };
+    const { code, stdout, stderr } = await runMain(
+      { PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", ...env },
+      {
+        permissions: ["--allow-net", "--allow-env", "--allow-read", "--allow-write"],
+        clearEnv: true,
+      },
+    );
+    return { code, text: stderr + stdout };
   };
   const file = await start({ AUTH_JWKS_FILE: "/nonexistent/jwks.json" });
   assert.equal(file.code, 2);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createAndRead, exerciseOnePort, serveMain } from "./support/served.ts";
-import { accepts, freePort, spawnDeno, statusOf, waitFor } from "./support/process.ts";
+import { accepts, freePort, spawnMainOnFreePorts, untilStatus } from "./support/process.ts";
 import { checkContract } from "./support/contract.ts";
 
 /** Where Deno keeps an origin's storage; `Deno.openKv()` without a path opens a file there. */
@@ -56,35 +56,19 @@ Deno.test("Deploy simulation under deno run: one port, no gRPC child", async () 
   const cwd = await Deno.makeTempDir({ prefix: "books-deploy-run-" });
   const origin = `http://${crypto.randomUUID()}.deploy.test`;
   const storage = await originStorage(origin);
-  const port = freePort();
   const grpcPort = freePort();
-  const server = spawnDeno(
-    [
-      "run",
-      "--config",
-      new URL("../deno.json", import.meta.url).pathname,
-      "--location",
-      origin,
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      new URL("../main.ts", import.meta.url).pathname,
-    ],
-    {
-      DENO_DEPLOYMENT_ID: "simulated",
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      GRPC_PORT: String(grpcPort),
-    },
+  const server = spawnMainOnFreePorts({
+    DENO_DEPLOYMENT_ID: "simulated",
+    GRPC_PORT: String(grpcPort),
+  }, {
+    flags: ["--config", new URL("../deno.json", import.meta.url).pathname, "--location", origin],
+    permissions: ["--allow-net", "--allow-env", "--allow-read"],
     cwd,
-  );
-  const baseUrl = `http://127.0.0.1:${port}`;
+  });
+  const baseUrl = server.baseUrl;
   checkContract(baseUrl);
   try {
-    await waitFor(
-      "readiness",
-      async () => (await statusOf(`${baseUrl}/readyz`)) === 200 || undefined,
-    );
+    await untilStatus(`${baseUrl}/readyz`, 200, "readiness");
     await exerciseOnePort(baseUrl);
     assert.equal(await createAndRead(baseUrl, "Deployed"), 1);
     assert.equal(await accepts(grpcPort), false, "no second listener on Deploy");

@@ -1,21 +1,8 @@
 import assert from "node:assert/strict";
+import { addressBook, answerOf } from "./support/requests.ts";
 import { exerciseOnePort, serveMain } from "./support/served.ts";
 
 const CREATES = 400;
-
-async function allAddresses(baseUrl: string): Promise<{ id: number; name: string }[]> {
-  const all = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = cursor === null ? "" : `&cursor=${cursor}`;
-    const page = await fetch(`${baseUrl}/addresses?limit=100${query}`);
-    assert.equal(page.status, 200);
-    const body = await page.json();
-    all.push(...body.addresses);
-    cursor = body.nextCursor;
-  } while (cursor !== null);
-  return all;
-}
 
 // Two workers on one KV file, each with its own group commit: ids stay unique because every
 // batch checks the shared counter; contention past the retry budget is a 503, never a 500 or a
@@ -29,19 +16,14 @@ Deno.test("deno serve --parallel, 2 workers: 400 concurrent creates, unique ids,
   });
   try {
     await exerciseOnePort(server.baseUrl);
+    const api = addressBook(server.baseUrl);
     const replies = await Promise.all(
       Array.from({ length: CREATES }, async (_, i) => {
-        const response = await fetch(`${server.baseUrl}/addresses`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ name: `Worker test ${i}`, city: "Accra", postalCode: "00233" }),
-        });
-        return {
-          status: response.status,
-          retryAfter: response.headers.get("retry-after"),
-          body: await response.json(),
-          name: `Worker test ${i}`,
-        };
+        const name = `Worker test ${i}`;
+        const { status, headers, body } = await answerOf(
+          await api.create({ name, city: "Accra", postalCode: "00233" }),
+        );
+        return { status, retryAfter: headers.get("retry-after"), body, name };
       }),
     );
     for (const reply of replies) {
@@ -57,7 +39,7 @@ Deno.test("deno serve --parallel, 2 workers: 400 concurrent creates, unique ids,
     for (const reply of acknowledged) assert.equal(reply.body.name, reply.name);
 
     // Every acknowledged create is stored, and nothing else (a 503 wrote nothing).
-    const stored = await allAddresses(server.baseUrl);
+    const stored = await api.listAll(100);
     assert.deepEqual(
       stored.map((a) => a.id).toSorted((a, b) => a - b),
       ids.toSorted((a, b) => a - b),

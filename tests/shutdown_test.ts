@@ -1,20 +1,13 @@
 import assert from "node:assert/strict";
-import { accepts, freePort, spawnDeno, statusOf, waitFor } from "./support/process.ts";
-
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
-const PERMISSIONS = ["--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-run"];
-
-function start(env: Record<string, string>) {
-  const port = freePort();
-  const grpcPort = freePort();
-  const server = spawnDeno(["run", ...PERMISSIONS, MAIN], {
-    PORT: String(port),
-    GRPC_PORT: String(grpcPort),
-    HOST: "127.0.0.1",
-    ...env,
-  });
-  return { server, base: `http://127.0.0.1:${port}`, grpcPort };
-}
+import { waitForLine } from "./support/logs.ts";
+import {
+  accepts,
+  runMain,
+  spawnMainOnFreePorts,
+  statusOf,
+  untilStatus,
+} from "./support/process.ts";
+import { addressBook } from "./support/requests.ts";
 
 /** Rejects when the process has not exited within `ms`: a bound, not a measurement. */
 function exitWithin(exited: Promise<number>, ms: number): Promise<number> {
@@ -29,29 +22,27 @@ function exitWithin(exited: Promise<number>, ms: number): Promise<number> {
 
 Deno.test("SIGTERM: readiness turns 503 at once, both listeners keep serving through the drain window, a second signal ends it", async () => {
   const dir = await Deno.makeTempDir({ prefix: "books-drain-" });
-  const { server, base, grpcPort } = start({
+  const server = spawnMainOnFreePorts({
     KV_PATH: `${dir}/kv.sqlite3`,
     SHUTDOWN_DRAIN_S: "3600",
   });
   try {
-    await waitFor("readiness", async () => (await statusOf(`${base}/readyz`)) === 200 || undefined);
+    await untilStatus(`${server.baseUrl}/readyz`, 200, "readiness");
     Deno.kill(server.pid, "SIGTERM");
-    await waitFor("readiness to turn 503", async () => {
-      return (await statusOf(`${base}/readyz`)) === 503 || undefined;
-    });
-    const ready = await fetch(`${base}/readyz`);
+    await untilStatus(`${server.baseUrl}/readyz`, 503, "readiness to turn 503");
+    const ready = await fetch(`${server.baseUrl}/readyz`);
     assert.equal(ready.status, 503);
     assert.equal(ready.headers.get("retry-after"), "1");
     assert.match((await ready.json()).errors[0].detail, /shutting down/);
     // Still serving, reads and writes, on both listeners.
-    assert.equal(await statusOf(`${base}/rest/books`), 200);
-    const created = await fetch(`${base}/addresses`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "Late", city: "Köln", postalCode: "50667" }),
+    assert.equal(await statusOf(`${server.baseUrl}/rest/books`), 200);
+    const created = await addressBook(server.baseUrl).create({
+      name: "Late",
+      city: "Köln",
+      postalCode: "50667",
     });
     assert.equal(created.status, 201);
-    assert.ok(await accepts(grpcPort), "the gRPC listener accepts during the drain");
+    assert.ok(await accepts(server.grpcPort!), "the gRPC listener accepts during the drain");
     const draining = server.lines().find((l) => l.msg === "draining");
     assert.equal(draining?.drainMs, 3_600_000);
     assert.equal(server.lines().some((l) => l.msg === "stopped"), false);
@@ -68,23 +59,25 @@ Deno.test("SIGTERM: readiness turns 503 at once, both listeners keep serving thr
 Deno.test("SIGTERM with a short drain window stops by itself; SIGINT stops without one", async () => {
   const dir = await Deno.makeTempDir({ prefix: "books-drain-" });
   try {
-    const short = start({ KV_PATH: `${dir}/a.sqlite3`, SHUTDOWN_DRAIN_S: "1", GRPC_PORT: "off" });
-    await waitFor(
-      "the listening line",
-      () => short.server.lines().find((l) => l.msg === "listening"),
-    );
-    Deno.kill(short.server.pid, "SIGTERM");
-    assert.equal(await exitWithin(short.server.exited, 30_000), 0);
-    const msgs = short.server.lines().map((l) => l.msg);
+    const short = spawnMainOnFreePorts({
+      KV_PATH: `${dir}/a.sqlite3`,
+      SHUTDOWN_DRAIN_S: "1",
+      GRPC_PORT: "off",
+    });
+    await waitForLine(short.lines, "listening");
+    Deno.kill(short.pid, "SIGTERM");
+    assert.equal(await exitWithin(short.exited, 30_000), 0);
+    const msgs = short.lines().map((l) => l.msg);
     assert.ok(msgs.indexOf("draining") >= 0 && msgs.indexOf("draining") < msgs.indexOf("stopped"));
 
-    const interactive = start({ KV_PATH: `${dir}/b.sqlite3`, SHUTDOWN_DRAIN_S: "3600" });
-    await waitFor("the listening line", () => {
-      return interactive.server.lines().find((l) => l.msg === "listening");
+    const interactive = spawnMainOnFreePorts({
+      KV_PATH: `${dir}/b.sqlite3`,
+      SHUTDOWN_DRAIN_S: "3600",
     });
-    Deno.kill(interactive.server.pid, "SIGINT");
-    assert.equal(await exitWithin(interactive.server.exited, 30_000), 0);
-    assert.equal(interactive.server.lines().some((l) => l.msg === "draining"), false);
+    await waitForLine(interactive.lines, "listening");
+    Deno.kill(interactive.pid, "SIGINT");
+    assert.equal(await exitWithin(interactive.exited, 30_000), 0);
+    assert.equal(interactive.lines().some((l) => l.msg === "draining"), false);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -92,14 +85,9 @@ Deno.test("SIGTERM with a short drain window stops by itself; SIGINT stops witho
 
 Deno.test("a bad SHUTDOWN_DRAIN_S stops start-up with one line naming it", async () => {
   for (const value of ["-1", "5s", "3601"]) {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-all", MAIN],
-      env: { SHUTDOWN_DRAIN_S: value, KV_PATH: ":memory:" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
+    const out = await runMain({ SHUTDOWN_DRAIN_S: value, KV_PATH: ":memory:" });
     assert.equal(out.code, 2);
-    const text = new TextDecoder().decode(out.stderr).trim();
+    const text = out.stderr.trim();
     assert.equal(text.split("\n").length, 1, text);
     assert.ok(text.startsWith(`invalid SHUTDOWN_DRAIN_S="${value}"`), text);
   }

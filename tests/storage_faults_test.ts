@@ -2,9 +2,8 @@ import assert from "node:assert/strict";
 import { createLogger } from "../lib/log.ts";
 import { createEpisode } from "../store/kv/storage_episode.ts";
 import { startTestServer } from "./support/server.ts";
-import { waitFor } from "./support/process.ts";
-
-const JSON_TYPE = { "content-type": "application/json" };
+import { untilStatus } from "./support/process.ts";
+import { addressBook } from "./support/requests.ts";
 
 /**
  * A KV handle whose writes (and, when asked, reads) fail the way SQLite reports a full disk or a
@@ -73,14 +72,6 @@ function faultyDisk(kv: Deno.Kv, fault: { writes?: string; reads?: string }): De
   });
 }
 
-function post(base: string, body: unknown, headers: Record<string, string> = {}) {
-  return fetch(`${base}/addresses`, {
-    method: "POST",
-    headers: { ...JSON_TYPE, ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
 const A = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
 const B = { name: "Bea", city: "Bonn", postalCode: "53111" };
 
@@ -91,14 +82,15 @@ Deno.test("disk full under the store: 503 storage-unavailable with Retry-After, 
     { wrapKv: (kv) => faultyDisk(kv, fault) },
   );
   const base = server.httpUrl;
+  const api = addressBook(base);
   try {
-    const first = await post(base, A);
+    const first = await api.create(A);
     assert.equal(first.status, 201);
     const a = await first.json();
     assert.equal((await fetch(`${base}/readyz`)).status, 200);
 
     fault.writes = "database or disk is full";
-    const refused = await post(base, B);
+    const refused = await api.create(B);
     assert.equal(refused.status, 503);
     assert.equal(refused.headers.get("retry-after"), "5");
     assert.ok(refused.headers.get("x-request-id"));
@@ -112,26 +104,18 @@ Deno.test("disk full under the store: 503 storage-unavailable with Retry-After, 
     assert.match(body.errors[0].detail, /disk full/);
     assert.match(body.errors[0].help, /\/docs\/errors#storage-unavailable$/);
 
-    const german = await post(base, B, { "accept-language": "de" });
+    const german = await api.create(B, { "accept-language": "de" });
     assert.equal(german.status, 503);
     assert.match((await german.json()).errors[0].message, /nicht gespeichert werden/);
-    const problem = await post(base, B, { accept: "application/problem+json" });
+    const problem = await api.create(B, { accept: "application/problem+json" });
     assert.equal(problem.status, 503);
     assert.equal(problem.headers.get("content-type"), "application/problem+json");
     assert.match((await problem.json()).type, /#storage-unavailable$/);
 
     // Every kind of write is refused the same way, and changes nothing.
-    const put = await fetch(`${base}/addresses/${a.id}`, {
-      method: "PUT",
-      headers: JSON_TYPE,
-      body: JSON.stringify(B),
-    });
-    const patch = await fetch(`${base}/addresses/${a.id}`, {
-      method: "PATCH",
-      headers: { "content-type": "application/merge-patch+json" },
-      body: JSON.stringify({ city: "Paris" }),
-    });
-    const del = await fetch(`${base}/addresses/${a.id}`, { method: "DELETE" });
+    const put = await api.put(a.id, B);
+    const patch = await api.patch(a.id, { city: "Paris" });
+    const del = await api.delete(a.id);
     for (const response of [put, patch, del]) {
       assert.equal(response.status, 503);
       assert.equal(response.headers.get("retry-after"), "5");
@@ -148,12 +132,8 @@ Deno.test("disk full under the store: 503 storage-unavailable with Retry-After, 
 
     // Space is back: the probe write turns readiness to 200 with no client writing.
     delete fault.writes;
-    await waitFor("readiness after the fault", async () => {
-      const response = await fetch(`${base}/readyz`);
-      await response.body?.cancel();
-      return response.status === 200 ? true : undefined;
-    });
-    const after = await post(base, B);
+    await untilStatus(`${base}/readyz`, 200, "readiness after the fault");
+    const after = await api.create(B);
     assert.equal(after.status, 201);
     const b = await after.json();
     const listed = await (await fetch(`${base}/addresses`)).json();
@@ -183,7 +163,7 @@ Deno.test("a storage fault on a read is 503 storage-unavailable too, never a 500
   );
   const base = server.httpUrl;
   try {
-    const a = await (await post(base, A)).json();
+    const a = await (await addressBook(base).create(A)).json();
     fault.reads = "disk I/O error";
     for (const path of [`/addresses/${a.id}`, "/addresses"]) {
       const response = await fetch(`${base}${path}`);
@@ -197,11 +177,7 @@ Deno.test("a storage fault on a read is 503 storage-unavailable too, never a 500
     assert.equal(ready.status, 503);
     assert.equal((await ready.json()).errors[0].error, "storage-unavailable");
     delete fault.reads;
-    await waitFor("readiness after the fault", async () => {
-      const response = await fetch(`${base}/readyz`);
-      await response.body?.cancel();
-      return response.status === 200 ? true : undefined;
-    });
+    await untilStatus(`${base}/readyz`, 200, "readiness after the fault");
     assert.deepEqual(await (await fetch(`${base}/addresses/${a.id}`)).json(), a);
     assert.deepEqual(
       server.logs.filter((l) => l.msg === "storage failing").map((l) => [l.reason, l.op]),

@@ -5,37 +5,17 @@
  * store refuses such an owner too, and the empty `sub` (the anonymous owner's key) is refused.
  */
 import assert from "node:assert/strict";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
+import { Code } from "@connectrpc/connect";
 import { AppError } from "../lib/errors.ts";
 import { openAddressStore } from "../store/addresses.ts";
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
+import { addressBook, bearer, graphql, idempotencyKey } from "./support/requests.ts";
+import { booksCode, connectTransport, grpcTransport, http2Session } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
 const ALL = "addresses:read addresses:write books:read";
 const INVALID = 'Bearer realm="books", error="invalid_token"';
 const ADDRESS = { name: "Ada", city: "London", postalCode: "NW1 6XE" };
-
-function bearer(token: string): Record<string, string> {
-  return { authorization: `Bearer ${token}` };
-}
-
-async function rpcCode(transport: Transport, token: string): Promise<Code | 0> {
-  try {
-    await createClient(BooksService, transport).books({}, {
-      timeoutMs: 5000,
-      headers: bearer(token),
-    });
-    return 0;
-  } catch (error) {
-    return ConnectError.from(error).code;
-  }
-}
 
 Deno.test("a sub that is not well-formed Unicode is 401 invalid_token on every protocol", async () => {
   const server = await startTestServer({ AUTH_JWT_SECRET: SECRET, AUTH_BOOKS: "required" });
@@ -51,27 +31,21 @@ Deno.test("a sub that is not well-formed Unicode is 401 invalid_token on every p
         assert.equal(body.errors[0].error, "unauthorized");
         assert.match(body.errors[0].detail, /sub/);
       }
-      const graphql = await fetch(`${server.httpUrl}/graphql`, {
-        method: "POST",
-        headers: { ...bearer(token), "content-type": "application/json" },
-        body: JSON.stringify({ query: "{ books { title } }" }),
-      });
-      const answer = await graphql.json();
-      assert.equal(graphql.status, 401, `${where} GraphQL: ${JSON.stringify(answer)}`);
+      const res = await graphql(server.httpUrl, { query: "{ books { title } }" }, bearer(token));
+      const answer = await res.json();
+      assert.equal(res.status, 401, `${where} GraphQL: ${JSON.stringify(answer)}`);
       assert.equal(answer.errors[0].extensions.code, "unauthorized");
       assert.equal(answer.data, undefined);
-      const connect = createConnectTransport({ baseUrl: server.httpUrl, httpVersion: "1.1" });
-      assert.equal(await rpcCode(connect, token), Code.Unauthenticated, `${where} Connect`);
-      // The gRPC listener runs in its own process, with its own verifier. The session is closed
-      // before the server: Deno's node:http2 client can crash the test process (SIGSEGV) when a
-      // server shuts down under an idle session.
-      const sessionManager = new Http2SessionManager(server.grpcUrl!);
-      const grpc = createGrpcTransport({ baseUrl: server.grpcUrl!, sessionManager });
-      try {
-        assert.equal(await rpcCode(grpc, token), Code.Unauthenticated, `${where} gRPC`);
-      } finally {
-        sessionManager.abort();
-      }
+      const connect = connectTransport(server.httpUrl, "1.1");
+      assert.equal(
+        await booksCode(connect, bearer(token)),
+        Code.Unauthenticated,
+        `${where} Connect`,
+      );
+      // The gRPC listener runs in its own process, with its own verifier.
+      using session = http2Session(server.grpcUrl!);
+      const grpc = grpcTransport(server.grpcUrl!, session);
+      assert.equal(await booksCode(grpc, bearer(token)), Code.Unauthenticated, `${where} gRPC`);
     }
     // U+FFFD itself is a well-formed sub like any other.
     const replacement = await hsToken({ sub: "\ufffd", scope: ALL });
@@ -89,11 +63,7 @@ Deno.test('subs "\\ud800" and "\\ufffd" share no owner index and no Idempotency-
   const replacement = await hsToken({ sub: "\ufffd", scope: ALL });
   const lone = await hsToken({ sub: "\ud800", scope: ALL });
   const post = (token: string) =>
-    fetch(url, {
-      method: "POST",
-      headers: { ...bearer(token), "content-type": "application/json", "idempotency-key": "k-1" },
-      body: JSON.stringify(ADDRESS),
-    });
+    addressBook(server.httpUrl, bearer(token)).create(ADDRESS, idempotencyKey("k-1"));
   try {
     const created = await post(replacement);
     assert.equal(created.status, 201);
@@ -139,11 +109,7 @@ Deno.test("the store refuses an owner that UTF-8 cannot encode as itself", async
 
 Deno.test("an empty sub is refused: no token reaches the anonymous owner's addresses", async () => {
   const open = await startTestServer();
-  const created = await fetch(`${open.httpUrl}/addresses`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "idempotency-key": "k-1" },
-    body: JSON.stringify(ADDRESS),
-  });
+  const created = await addressBook(open.httpUrl).create(ADDRESS, idempotencyKey("k-1"));
   assert.equal(created.status, 201);
   await created.body?.cancel();
   await open.shutdown();

@@ -4,28 +4,11 @@ import type { Store } from "../../store/store.ts";
 import type { AppEnv } from "../../lib/http/hono_env.ts";
 import type { Handler, Inner } from "../../server/handler.ts";
 import { httpEntry } from "../../server/entry.ts";
+import { stubStore } from "./stores.ts";
 
 /** A store with the catalogue only: for tests of the read paths, which never touch addresses. */
 export function catalogueOnly(books: Store["books"]): Store {
-  const unused = () => Promise.reject(new Error("not used by these tests"));
-  return {
-    books,
-    addresses: {
-      create: unused,
-      get: unused,
-      put: unused,
-      putAt: unused,
-      patch: unused,
-      delete: unused,
-      list: unused,
-      exportAll: async function* () {
-        await unused();
-        yield* [];
-      },
-      erase: unused,
-    },
-    ping: () => Promise.resolve(),
-  };
+  return stubStore(books, () => Promise.reject(new Error("not used by these tests")));
 }
 
 /** What a client sees of an answer, minus what legitimately differs between two servers. */

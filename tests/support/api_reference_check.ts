@@ -8,6 +8,7 @@
  * A script of its own for the same reason as graphiql_check.ts (playwright-core needs
  * --allow-all at import).
  */
+import { printReport } from "./browser.ts";
 import { openOfflinePage, type PageRecord } from "./offline_page.ts";
 
 /** What the page did. */
@@ -58,11 +59,4 @@ export async function checkApiReference(base: string): Promise<ApiReferenceRepor
   }
 }
 
-if (import.meta.main) {
-  const base = Deno.args[0];
-  if (!base) {
-    console.error("usage: deno run -A tests/support/api_reference_check.ts <server base URL>");
-    Deno.exit(2);
-  }
-  console.log(JSON.stringify(await checkApiReference(base)));
-}
+if (import.meta.main) await printReport("tests/support/api_reference_check.ts", checkApiReference);

@@ -7,9 +7,9 @@ import {
   assertProblemBody,
 } from "./fuzz.ts";
 import type { HttpCase } from "./fuzz_http.ts";
+import type { Address } from "./requests.ts";
 
-/** An address as the API answers it. */
-export type Address = { id: number; name: string; city: string; postalCode: string };
+export type { Address };
 
 /** The request as fetch would send it, or undefined when fetch itself refuses its parts. */
 export function requestOf(base: string, c: HttpCase): Request | undefined {
@@ -129,18 +129,4 @@ export function applyWrite(
   assert.ok(Number.isSafeInteger(address?.id), `${where}: a write answered without an address`);
   if (c.method === "POST") assert.ok(!model.has(address.id), `${where}: POST reused id`);
   model.set(address.id, address);
-}
-
-export async function listAll(base: string, headers: HeadersInit = {}): Promise<Address[]> {
-  const all: Address[] = [];
-  let cursor: string | null = null;
-  do {
-    const url: string = `${base}/addresses?limit=500${cursor ? `&cursor=${cursor}` : ""}`;
-    const res = await fetch(url, { headers });
-    assert.equal(res.status, 200);
-    const page = await res.json();
-    all.push(...page.addresses);
-    cursor = page.nextCursor;
-  } while (cursor);
-  return all;
 }

@@ -8,6 +8,7 @@
  * A script of its own, run by tests/graphiql_browser_test.ts, because playwright-core probes
  * /proc at import, which Deno allows only with --allow-all (the test task grants less).
  */
+import { printReport } from "./browser.ts";
 import { openOfflinePage, type PageRecord } from "./offline_page.ts";
 
 /** What the page did. */
@@ -64,11 +65,4 @@ export async function checkGraphiql(base: string): Promise<GraphiqlReport> {
   }
 }
 
-if (import.meta.main) {
-  const base = Deno.args[0];
-  if (!base) {
-    console.error("usage: deno run -A tests/support/graphiql_check.ts <server base URL>");
-    Deno.exit(2);
-  }
-  console.log(JSON.stringify(await checkGraphiql(base)));
-}
+if (import.meta.main) await printReport("tests/support/graphiql_check.ts", checkGraphiql);

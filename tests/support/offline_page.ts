@@ -1,7 +1,5 @@
 import { type Browser, chromium, type Page } from "playwright-core";
-
-/** Debian's package; no browser is downloaded. */
-const CHROMIUM = "/usr/bin/chromium";
+import { CHROMIUM } from "./browser.ts";
 
 /** What a page did on the network and in its console. */
 export interface PageRecord {

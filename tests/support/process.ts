@@ -71,6 +71,74 @@ export function spawnDeno(
   };
 }
 
+/** main.ts, as a path for `deno run`. */
+export const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+
+/** What `deno task start` grants main.ts. */
+export const START_PERMISSIONS = [
+  "--allow-net",
+  "--allow-env",
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+];
+
+/**
+ * Spawns `deno run <flags> <permissions> main.ts` (START_PERMISSIONS unless given) with `env`
+ * added; the test chooses the ports (tests/support/server.ts `spawnServer` takes port 0 and
+ * reads them from the `listening` line).
+ */
+export function spawnMain(
+  env: Record<string, string>,
+  options: { permissions?: string[]; flags?: string[]; cwd?: string } = {},
+): Spawned {
+  const permissions = options.permissions ?? START_PERMISSIONS;
+  return spawnDeno(["run", ...options.flags ?? [], ...permissions, MAIN], env, options.cwd);
+}
+
+/** A main.ts process on ports chosen here. */
+export interface MainProcess extends Spawned {
+  port: number;
+  baseUrl: string;
+  /** The gRPC listener's port, unless `env` chose GRPC_PORT itself. */
+  grpcPort: number | undefined;
+}
+
+/**
+ * `spawnMain` on 127.0.0.1 and free ports (the gRPC listener's too unless `env` sets
+ * GRPC_PORT), for tests that reach the server before its `listening` line or after a restart.
+ */
+export function spawnMainOnFreePorts(
+  env: Record<string, string>,
+  options: Parameters<typeof spawnMain>[1] = {},
+): MainProcess {
+  const port = freePort();
+  const grpcPort = env.GRPC_PORT === undefined ? freePort() : undefined;
+  const process = spawnMain({
+    PORT: String(port),
+    ...(grpcPort === undefined ? {} : { GRPC_PORT: String(grpcPort) }),
+    HOST: "127.0.0.1",
+    ...env,
+  }, options);
+  return { ...process, port, baseUrl: `http://127.0.0.1:${port}`, grpcPort };
+}
+
+/** Runs main.ts to its end (a start-up that is refused); its exit code and what it wrote. */
+export async function runMain(
+  env: Record<string, string>,
+  options: { permissions?: string[]; clearEnv?: boolean } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...options.permissions ?? ["--allow-all"], MAIN],
+    env,
+    clearEnv: options.clearEnv ?? false,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return { code: out.code, stdout: decoder.decode(out.stdout), stderr: decoder.decode(out.stderr) };
+}
+
 /** A TCP port that was free a moment ago (for servers that cannot report a port 0 binding). */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -114,4 +182,9 @@ export async function statusOf(url: string): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** Waits until `GET url` answers `status`. */
+export function untilStatus(url: string, status: number, what = `${url} to answer ${status}`) {
+  return waitFor(what, async () => (await statusOf(url)) === status || undefined);
 }

@@ -1,9 +1,12 @@
 /**
- * Clients that send a request target exactly as written, which `fetch` does not (it resolves
- * dot segments, drops fragments and re-encodes): HTTP/1.1 over a plain socket and HTTP/2 with
- * prior knowledge (h2c) through node:http2. For tests of how the server reads odd spellings.
+ * Clients that send a request exactly as written, which `fetch` does not (it resolves dot
+ * segments, drops fragments, re-encodes, chooses `Host` itself and speaks HTTP/2 only over TLS):
+ * HTTP/1.1 over a plain socket, and HTTP/2 through node:http2 (h2c, with prior knowledge). For
+ * tests of how the server reads odd spellings, and of the gRPC listener byte by byte.
  */
+import { Buffer } from "node:buffer";
 import http2 from "node:http2";
+import { type RawSession, rawSession } from "./rpc_clients.ts";
 
 /** What came back, as the tests compare it. */
 export interface RawResponse {
@@ -23,14 +26,18 @@ export interface RawRequest {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Sends one HTTP/1.1 request on a new connection (`Connection: close`) and reads the answer. */
+/**
+ * Sends one HTTP/1.1 request on a new connection (`Connection: close`) and reads the answer.
+ * `Host` is that of `base` unless the request's headers name one.
+ */
 export async function rawHttp1(base: string, request: RawRequest): Promise<RawResponse> {
   const { hostname, port, host } = new URL(base);
   const conn = await Deno.connect({ hostname, port: Number(port) });
   try {
     const body = typeof request.body === "string" ? encoder.encode(request.body) : request.body;
-    let head = `${request.method} ${request.target} HTTP/1.1\r\nhost: ${host}\r\n` +
-      "connection: close\r\n";
+    const named = Object.keys(request.headers ?? {}).some((n) => n.toLowerCase() === "host");
+    let head = `${request.method} ${request.target} HTTP/1.1\r\n` +
+      (named ? "" : `host: ${host}\r\n`) + "connection: close\r\n";
     for (const [name, value] of Object.entries(request.headers ?? {})) {
       head += `${name}: ${value}\r\n`;
     }
@@ -65,13 +72,7 @@ async function readAll(conn: Deno.Conn): Promise<Uint8Array> {
     if (n === null) break;
     chunks.push(buffer.slice(0, n));
   }
-  const all = new Uint8Array(chunks.reduce((sum, c) => sum + c.byteLength, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return all;
+  return Buffer.concat(chunks);
 }
 
 function parseResponse(bytes: Uint8Array, isHead: boolean): RawResponse {
@@ -104,6 +105,75 @@ function dechunk(text: string): string {
   }
 }
 
+/** An HTTP/2 answer: the response headers and the trailers apart, and both as `fields`. */
+export interface H2Answer {
+  status: number;
+  headers: Headers;
+  trailers: Headers;
+  /** Headers and trailers together (a gRPC status comes in either). */
+  fields: Headers;
+  body: Buffer;
+}
+
+function fieldsOf(...blocks: http2.IncomingHttpHeaders[]): Headers {
+  const out = new Headers();
+  for (const block of blocks) {
+    for (const [name, value] of Object.entries(block)) {
+      if (name.startsWith(":") || value === undefined) continue;
+      out.set(name, Array.isArray(value) ? value.join(", ") : String(value));
+    }
+  }
+  return out;
+}
+
+/**
+ * Sends one request on `session`, its target as `:path` verbatim, and reads the whole answer
+ * (failing after `timeoutMs` when given). Throws at once, before any promise, when node:http2
+ * refuses the request's header fields themselves.
+ */
+export function h2Request(
+  session: http2.ClientHttp2Session,
+  request: RawRequest,
+  timeoutMs?: number,
+): Promise<H2Answer> {
+  const stream = session.request({
+    ":method": request.method,
+    ":path": request.target,
+    ...request.headers,
+  }, { endStream: request.body === undefined });
+  return new Promise((resolve, reject) => {
+    let status = 0;
+    let headers: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      reject(new Error(`no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    stream.on("response", (h) => {
+      status = Number(h[":status"]);
+      headers = h;
+    });
+    stream.on("trailers", (t) => (trailers = t));
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    stream.on("end", () => {
+      clearTimeout(timer);
+      resolve({
+        status,
+        headers: fieldsOf(headers),
+        trailers: fieldsOf(trailers),
+        fields: fieldsOf(headers, trailers),
+        body: Buffer.concat(chunks),
+      });
+    });
+    if (request.body !== undefined) stream.end(request.body);
+  });
+}
+
 /** One HTTP/2 cleartext connection that sends `:path` as written. */
 export interface H2Client {
   request(request: RawRequest): Promise<RawResponse>;
@@ -115,42 +185,15 @@ export interface H2Client {
  * the last (an HTTP/2 stack may answer a malformed `:path` with a connection error).
  */
 export function h2c(base: string): H2Client {
-  let session: http2.ClientHttp2Session | undefined;
-  function current(): http2.ClientHttp2Session {
-    if (session === undefined || session.destroyed || session.closed) {
-      session = http2.connect(base);
-      session.on("error", () => {});
-    }
+  let session: RawSession | undefined;
+  function current(): RawSession {
+    if (session === undefined || session.destroyed || session.closed) session = rawSession(base);
     return session;
   }
   return {
-    request(request) {
-      return new Promise((resolve, reject) => {
-        const stream = current().request({
-          ":method": request.method,
-          ":path": request.target,
-          ...request.headers,
-        }, { endStream: request.body === undefined });
-        let status = 0;
-        const headers = new Headers();
-        let body = "";
-        stream.setEncoding("utf8");
-        stream.on("response", (h) => {
-          status = Number(h[":status"]);
-          for (const [name, value] of Object.entries(h)) {
-            if (!name.startsWith(":") && value !== undefined) headers.set(name, String(value));
-          }
-        });
-        stream.on("trailers", (h) => {
-          for (const [name, value] of Object.entries(h)) {
-            if (value !== undefined) headers.set(name, String(value));
-          }
-        });
-        stream.on("data", (chunk: string) => (body += chunk));
-        stream.on("end", () => resolve({ status, headers, body }));
-        stream.on("error", reject);
-        if (request.body !== undefined) stream.end(request.body);
-      });
+    async request(request) {
+      const answer = await h2Request(current(), request);
+      return { status: answer.status, headers: answer.fields, body: answer.body.toString("utf8") };
     },
     close: () => session?.close(),
   };

@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { toJson } from "@bufbuild/protobuf";
-import { createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { BooksResponseSchema, BooksService } from "../../rpc/gen/books/v1/books_pb.ts";
+import type { Transport } from "@connectrpc/connect";
+import { BooksResponseSchema } from "../../rpc/gen/books/v1/books_pb.ts";
 import { checkContract } from "./contract.ts";
-import { freePort, spawnDeno, type Spawned, statusOf, waitFor } from "./process.ts";
+import { freePort, spawnDeno, type Spawned, untilStatus, waitFor } from "./process.ts";
+import { addressBook, graphql } from "./requests.ts";
+import { booksClient, closeClientsOf, connectTransport, grpcWebTransport } from "./rpc_clients.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -48,10 +49,7 @@ export async function serveMain(options: {
   checkContract(baseUrl);
   try {
     // Each worker opens storage on start-up; readiness answers once the answering one has.
-    await waitFor(
-      "readiness",
-      async () => (await statusOf(`${baseUrl}/readyz`)) === 200 || undefined,
-    );
+    await untilStatus(`${baseUrl}/readyz`, 200, "readiness");
     await waitFor(
       `${workers} listening line(s)`,
       () => process.lines().filter((l) => l.msg === "listening").length >= workers || undefined,
@@ -60,7 +58,11 @@ export async function serveMain(options: {
     await process.stop();
     throw new Error(`${(error as Error).message}\n${process.output()}`);
   }
-  return { ...process, baseUrl };
+  const stop = async (signal?: Deno.Signal) => {
+    await closeClientsOf(baseUrl);
+    return await process.stop(signal);
+  };
+  return { ...process, baseUrl, stop };
 }
 
 /** The catalogue over every protocol one port carries; returns the number of books. */
@@ -71,34 +73,25 @@ export async function exerciseOnePort(baseUrl: string): Promise<number> {
   const books = await rest.json();
   assert.ok(books.length >= 25);
 
-  const graphql = await fetch(`${baseUrl}/graphql`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ query: "{ books { title year author { firstName lastName } } }" }),
+  const answer = await graphql(baseUrl, {
+    query: "{ books { title year author { firstName lastName } } }",
   });
-  assert.equal(graphql.status, 200);
-  const result = await graphql.json();
+  assert.equal(answer.status, 200);
+  const result = await answer.json();
   assert.equal(result.errors, undefined);
   assert.deepEqual(result.data.books, books.map(({ id: _, ...rest }: { id: number }) => rest));
 
-  const bad = await fetch(`${baseUrl}/graphql`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ query: "{ nope }" }),
-  });
+  const bad = await graphql(baseUrl, { query: "{ nope }" });
   assert.ok(bad.status === 200 || bad.status === 400, `GraphQL validation error: ${bad.status}`);
   assert.equal(typeof (await bad.json()).errors[0].extensions.code, "string");
 
   const transports: [string, Transport][] = [
-    ["Connect (binary)", createConnectTransport({ baseUrl, httpVersion: "1.1" })],
-    [
-      "Connect (JSON)",
-      createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
-    ],
-    ["gRPC-Web", createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })],
+    ["Connect (binary)", connectTransport(baseUrl, "1.1")],
+    ["Connect (JSON)", connectTransport(baseUrl, "1.1", { json: true })],
+    ["gRPC-Web", grpcWebTransport(baseUrl, "1.1")],
   ];
   for (const [name, transport] of transports) {
-    const response = await createClient(BooksService, transport).books({});
+    const response = await booksClient(transport).books({});
     assert.equal(response.book.length, books.length, name);
     assert.deepEqual(
       toJson(BooksResponseSchema, response),
@@ -111,17 +104,14 @@ export async function exerciseOnePort(baseUrl: string): Promise<number> {
 
 /** Creates an address over REST and reads it back; returns its id. */
 export async function createAndRead(baseUrl: string, name: string): Promise<number> {
-  const created = await fetch(`${baseUrl}/addresses`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ name, city: "Lagos", postalCode: "100001" }),
-  });
+  const api = addressBook(baseUrl);
+  const created = await api.create({ name, city: "Lagos", postalCode: "100001" });
   assert.equal(created.status, 201, await created.clone().text());
   const body = await created.json();
-  const read = await fetch(`${baseUrl}/addresses/${body.id}`);
+  const read = await api.get(body.id);
   assert.equal(read.status, 200);
   assert.deepEqual(await read.json(), body);
-  const missing = await fetch(`${baseUrl}/addresses/999999999`);
+  const missing = await api.get(999999999);
   assert.equal(missing.status, 404);
   await missing.body?.cancel();
   return body.id;

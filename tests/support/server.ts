@@ -1,18 +1,27 @@
 import { loadConfig } from "../../lib/config.ts";
-import { createLogger } from "../../lib/log.ts";
+import type { LogLevel } from "../../lib/log.ts";
 import { type RunningServer, startServer } from "../../main.ts";
-import { checkContract } from "./contract.ts";
+import { type GrpcListenerConfig, startGrpcListener } from "../../rpc/listener/grpc_listener.ts";
+import { type BookStore, createBookStore } from "../../store/books.ts";
 import type { ServerOptions } from "../../server/run.ts";
+import type { Handler } from "../../server/handler.ts";
+import { checkContract } from "./contract.ts";
+import { captureLogs, type LogLine, waitForLine } from "./logs.ts";
+import { type Spawned, spawnMain } from "./process.ts";
+import { closeClientsOf } from "./rpc_clients.ts";
 
 /** An in-process server on port 0 with a temporary KV file, and the log lines it wrote. */
 export interface TestServer extends RunningServer {
   kvPath: string;
-  logs: Record<string, unknown>[];
+  logs: LogLine[];
   /** Shuts down and removes the temporary KV directory. */
   close(): Promise<void>;
 }
 
-/** Starts the real server (both listeners on port 0 unless overridden) on a fresh KV file. */
+/**
+ * Starts the real server (both listeners on port 0 unless overridden) on a fresh KV file. Its
+ * `shutdown` and `close` close the test's RPC clients of it first (tests/support/rpc_clients.ts).
+ */
 export async function startTestServer(
   env: Record<string, string> = {},
   options: Pick<ServerOptions, "wrapKv"> = {},
@@ -26,92 +35,104 @@ export async function startTestServer(
     KV_PATH: kvPath,
     ...env,
   });
-  const logs: Record<string, unknown>[] = [];
-  const logger = createLogger({
-    level: "debug",
-    write: (text) => {
-      for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
-    },
-  });
+  const { logger, lines: logs } = captureLogs("debug");
   const server = await startServer(config, { logger, ...options });
   checkContract(server.httpUrl);
+  const shutdown: RunningServer["shutdown"] = async (options) => {
+    await closeClientsOf(server.httpUrl, server.grpcUrl);
+    await server.shutdown(options);
+  };
   return {
     ...server,
     kvPath,
     logs,
+    shutdown,
     close: async () => {
-      await server.shutdown();
+      await shutdown();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };
 }
 
 /** A server running as its own `deno run main.ts` process. */
-export interface ServerProcess {
+export interface ServerProcess extends Spawned {
   httpUrl: string;
   grpcUrl: string | undefined;
-  /** Sends SIGTERM and waits for exit; resolves to the exit code. */
-  stop(): Promise<number>;
   /** Sends SIGKILL (no graceful anything) and waits for the process to be gone. */
   kill(): Promise<void>;
-  /** Everything the process wrote to stdout and stderr so far. */
-  output(): string;
 }
 
-const MAIN = new URL("../../main.ts", import.meta.url).pathname;
-
-/** Spawns the server as a separate process and waits for its `listening` log line. */
+/**
+ * Spawns the server as a separate process on port 0 and waits for its `listening` log line. Its
+ * `stop` and `kill` close the test's RPC clients of it first.
+ */
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      "--allow-write",
-      "--allow-run",
-      MAIN,
-    ],
-    // No drain on SIGTERM unless a test asks for one.
-    env: { PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", SHUTDOWN_DRAIN_S: "0", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let text = "";
-  const decoder = new TextDecoder();
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  const deadline = Date.now() + 30_000;
-  let listening: Record<string, unknown> | undefined;
-  while (!listening) {
-    const line = text.split("\n").find((l) => l.includes('"msg":"listening"'));
-    if (line) listening = JSON.parse(line);
-    else if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`server did not start:\n${text}`);
-    } else await new Promise((r) => setTimeout(r, 25));
+  const process = spawnMain({ PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", ...env });
+  let listening: LogLine;
+  try {
+    listening = await waitForLine(process.lines, "listening");
+  } catch (error) {
+    await process.stop("SIGKILL");
+    throw new Error(`server did not start: ${(error as Error).message}\n${process.output()}`);
   }
-  checkContract(String(listening.http));
+  const httpUrl = String(listening.http);
+  const grpcUrl = listening.grpc === undefined ? undefined : String(listening.grpc);
+  checkContract(httpUrl);
+  const stop = async (signal?: Deno.Signal) => {
+    await closeClientsOf(httpUrl, grpcUrl);
+    return await process.stop(signal);
+  };
   return {
-    httpUrl: String(listening.http),
-    grpcUrl: listening.grpc === undefined ? undefined : String(listening.grpc),
-    output: () => text,
-    kill: async () => {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* already gone */ }
-      await child.status;
-      await pumps;
-    },
-    stop: async () => {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already gone */ }
-      const status = await child.status;
-      await pumps;
-      return status.code;
+    ...process,
+    httpUrl,
+    grpcUrl,
+    stop,
+    kill: async () => void await stop("SIGKILL"),
+  };
+}
+
+/** A gRPC listener alone (no HTTP side, no child process), with the lines it logged. */
+export interface TestListener {
+  url: string;
+  logs: LogLine[];
+  /** Writes the lines still buffered. */
+  flush(): void;
+  /** Closes the test's RPC clients of it, then stops it gracefully. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+/** A catalogue of one book, for tests of the listener rather than of the catalogue. */
+export function oneBook(): BookStore {
+  return createBookStore([
+    { id: 1, title: "Kindred", year: 1979, author: { firstName: "Octavia", lastName: "Butler" } },
+  ]);
+}
+
+/** Starts the gRPC listener on port 0 of 127.0.0.1 (unless `config` says otherwise). */
+export async function startTestListener(
+  config: Partial<GrpcListenerConfig> = {},
+  options: { books?: BookStore; level?: LogLevel } = {},
+): Promise<TestListener> {
+  const { logger, lines } = captureLogs(options.level ?? "debug");
+  const listener = await startGrpcListener(
+    { port: 0, host: "127.0.0.1", ...config },
+    { books: options.books ?? oneBook(), logger },
+  );
+  // A listener on every interface is reached on the loopback address.
+  const url = listener.url.replace("0.0.0.0", "127.0.0.1");
+  return {
+    url,
+    logs: lines,
+    flush: () => logger.flush(),
+    shutdown: async (graceMs) => {
+      await closeClientsOf(url);
+      await listener.shutdown(graceMs);
     },
   };
+}
+
+/** An HTTP entry (tests/support/answers.ts `entryOf`) served in process on port 0. */
+export function serveEntry(handler: Handler): { url: string; close(): Promise<void> } {
+  const http = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, handler);
+  return { url: `http://127.0.0.1:${http.addr.port}`, close: () => http.shutdown() };
 }
