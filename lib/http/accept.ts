@@ -163,7 +163,7 @@ export function pickMediaType<T extends string>(
 /**
  * The language of `offers` (lower-cased tags) that `header` prefers, by RFC 4647 3.4 lookup:
  * ranges in order of weight (then as sent), each shortened from its end until it names an
- * offer (`de-ch` finds `de`); `*` names none, and a tag rated q=0 is never chosen. Undefined
+ * offer (`de-ch` finds `de`); `*` names none, and a tag the client weighs 0 is never chosen. Undefined
  * when no range finds one (the caller's default applies).
  */
 export function preferredLanguage<T extends string>(
@@ -177,10 +177,21 @@ export function preferredLanguage<T extends string>(
   for (const { range } of ordered) {
     for (let tag = range; tag !== ""; tag = shortened(tag)) {
       const offer = offers.find((o) => o === tag);
-      if (offer !== undefined && !ranges.some((r) => r.q === 0 && r.range === tag)) return offer;
+      if (offer !== undefined && !refused(ranges, tag)) return offer;
     }
   }
   return undefined;
+}
+
+/** True when the ranges naming `tag` itself all weigh it 0 (its most specific ranges decide). */
+function refused(ranges: readonly LanguageRange[], tag: string): boolean {
+  let named = false;
+  for (const range of ranges) {
+    if (range.range !== tag) continue;
+    if (range.q > 0) return false;
+    named = true;
+  }
+  return named;
 }
 
 /** RFC 4647 3.4: drops the last subtag, and a single-character subtag it leaves at the end. */

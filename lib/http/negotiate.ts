@@ -26,26 +26,32 @@ export function negotiateJson(
 }
 
 // What a JSON resource offers, in its order of preference when the client names several alike:
-// a vendor type the client names is echoed (spec 9). `application/problem+json` stands for
-// plain JSON: a client that asks for problem documents still reads the resource's JSON.
-const JSON_OFFERS = [VENDOR_JSON, VENDOR_JSON_V2, "application/json", "application/problem+json"];
-// Version 2 requests (a v2 write) get the v2 type wherever the client allows it as much.
-const JSON_V2_OFFERS = [
-  VENDOR_JSON_V2,
-  VENDOR_JSON,
-  "application/json",
-  "application/problem+json",
-];
+// a vendor type the client names is echoed (spec 9).
+const JSON_OFFERS = [VENDOR_JSON, VENDOR_JSON_V2, "application/json"];
 
 /** The type `negotiateJson` picks, or undefined when `Accept` allows none. */
 export function acceptableJson(
   accept: string | undefined | null,
   prefer?: typeof VENDOR_JSON_V2,
 ): string | undefined {
-  const type = prefer === undefined
-    ? preferredMediaType(accept, JSON_OFFERS, "application/json")
-    : preferredMediaType(accept, JSON_V2_OFFERS, prefer);
-  return type === "application/problem+json" ? "application/json" : type;
+  if (!accept) return prefer ?? "application/json";
+  const type = preferredMediaType(accept, JSON_OFFERS, "application/json") ?? problemReader(accept);
+  if (prefer === undefined || type === undefined || type === prefer) return type;
+  // A v2 request is answered in v2 unless Accept weighs v2 below the type it would get otherwise
+  // (design.md: "a v2 answer carries that Content-Type").
+  const preferred = acceptance(accept, prefer).q;
+  return preferred > 0 && preferred >= acceptance(accept, type).q ? prefer : type;
+}
+
+/**
+ * A client that accepts problem documents and says nothing of plain JSON reads plain JSON (a
+ * problem document is JSON): it gets `application/json`, not a 406.
+ */
+function problemReader(accept: string): string | undefined {
+  return acceptance(accept, "application/problem+json").q > 0 &&
+      acceptance(accept, "application/json").specificity === -1
+    ? "application/json"
+    : undefined;
 }
 
 /**
