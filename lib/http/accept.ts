@@ -60,6 +60,11 @@ const LANGUAGE_RANGE = /^(?:\*|[a-z]{1,8}(?:-[a-z0-9]{1,8})*)$/;
 const MEMO_ENTRIES = 128;
 const MEMO_HEADER_CHARS = 256;
 const parsedAccept = new Map<string, readonly MediaRange[]>();
+// And the choices, per list of offers (each resource asks with its own constant list).
+const answers = new WeakMap<
+  readonly string[],
+  { fallback: string; byHeader: Map<string, string | null> }
+>();
 
 /** The media ranges of an `Accept` header, in the order sent, less members that do not parse. */
 export function parseAccept(header: string): readonly MediaRange[] {
@@ -109,7 +114,8 @@ export function acceptance(header: string | null | undefined, type: string): Acc
 /**
  * The type of `offers` (lower-cased `type/subtype`s, in the resource's order of preference)
  * that `header` accepts most, or undefined when it accepts none (a 406). `fallback` is the
- * resource's default: what a request without `Accept`, or with only wildcards, gets.
+ * resource's default, one of `offers`: what a request without `Accept`, or with only
+ * wildcards, gets. `offers` is a resource's constant list: answers are kept per list.
  */
 export function preferredMediaType<T extends string>(
   header: string | null | undefined,
@@ -121,7 +127,20 @@ export function preferredMediaType<T extends string>(
     return fallback;
   }
   for (const offer of offers) if (header === offer) return offer;
-  return pickMediaType(parseAccept(header), offers, fallback);
+  if (header.length > MEMO_HEADER_CHARS) {
+    return pickMediaType(parseAccept(header), offers, fallback);
+  }
+  let memo = answers.get(offers);
+  if (memo === undefined || memo.fallback !== fallback) {
+    memo = { fallback, byHeader: new Map() };
+    answers.set(offers, memo);
+  }
+  const known = memo.byHeader.get(header);
+  if (known !== undefined) return known === null ? undefined : known as T;
+  const answer = pickMediaType(parseAccept(header), offers, fallback);
+  if (memo.byHeader.size >= MEMO_ENTRIES) memo.byHeader.clear();
+  memo.byHeader.set(header, answer ?? null);
+  return answer;
 }
 
 /** `preferredMediaType` of parsed ranges. */
