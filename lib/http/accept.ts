@@ -2,13 +2,15 @@
  * Content negotiation (RFC 9110 12.5): the one reader of `Accept` and `Accept-Language`. It parses
  * a header into weighted ranges and picks among what a resource offers; each resource only says
  * what it offers (lib/http/negotiate.ts, graphql/over_http.ts, routes/owner_data.ts, the error
- * rendering), so a header means the same on every path.
+ * body in server/render_error.ts, the message language in lib/errors.ts), so a header means
+ * the same on every path.
  *
  * Choices where the RFC leaves room, made once here:
  * - A member that does not parse (a malformed range, a weight that is not an RFC qvalue) is
  *   ignored, as an empty list element is; it neither grants nor refuses anything.
  * - Media type parameters other than `q` do not stop a range from matching: our representations
  *   carry none, and a client adding `charset=utf-8` means the same type.
+ * - Equally specific ranges for one type (`a/b;q=0, a/b`): the highest weight.
  * - Between equally acceptable types: the one the client named more specifically wins; between
  *   types reached through the same kind of wildcard, the resource's default; between types named
  *   alike, the resource's order.
@@ -182,8 +184,8 @@ export function pickMediaType<T extends string>(
 /**
  * The language of `offers` (lower-cased tags) that `header` prefers, by RFC 4647 3.4 lookup:
  * ranges in order of weight (then as sent), each shortened from its end until it names an
- * offer (`de-ch` finds `de`); `*` names none, and a tag the client weighs 0 is never chosen. Undefined
- * when no range finds one (the caller's default applies).
+ * offer (`de-ch` finds `de`); `*` names none, and a tag the client weighs 0 is never chosen.
+ * Undefined when no range finds one (the caller's default applies).
  */
 export function preferredLanguage<T extends string>(
   header: string | null | undefined,
