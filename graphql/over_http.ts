@@ -1,4 +1,5 @@
 import { AppError } from "../lib/errors.ts";
+import { acceptance, preferredMediaType } from "../lib/http/accept.ts";
 import { readBodyLimited } from "../lib/http/body.ts";
 
 /** Where GraphQL is served: operations by POST, GraphiQL by a browser's GET. */
@@ -9,52 +10,27 @@ export type GraphqlMediaType = "application/json" | "application/graphql-respons
 
 export const GRAPHQL_RESPONSE_JSON = "application/graphql-response+json";
 
-const negotiated = new Map<string, GraphqlMediaType | undefined>();
+// Named alike, `application/graphql-response+json` wins (what graphql-http's client sends and
+// its server answers); through a wildcard, or without `Accept`, `application/json` (the spec's
+// legacy clients).
+const GRAPHQL_OFFERS: readonly GraphqlMediaType[] = [GRAPHQL_RESPONSE_JSON, "application/json"];
 
 /**
- * Picks the response type from `Accept` (GraphQL-over-HTTP): `application/json` when the header
- * is missing, `*` wildcards or `application/json` are accepted; `application/graphql-response+json`
- * when the client accepts it at least as much. Undefined when neither is acceptable. Results are
- * memoised per header value: clients send the same few headers over and over.
+ * Picks the response type from `Accept` (GraphQL-over-HTTP, lib/http/accept.ts): the one the
+ * client accepts most; undefined when neither is acceptable.
  */
 export function negotiateGraphqlType(accept: string | undefined): GraphqlMediaType | undefined {
-  if (accept === undefined || accept === "" || accept === "application/json") {
-    return "application/json";
-  }
-  if (negotiated.has(accept)) return negotiated.get(accept);
-  let jsonQ = 0;
-  let graphqlQ = 0;
-  for (const part of accept.split(",")) {
-    const [range = "", ...params] = part.split(";");
-    const type = range.trim().toLowerCase();
-    let q = 1;
-    for (const param of params) {
-      const [k, v] = param.split("=");
-      if (k?.trim().toLowerCase() === "q" && v !== undefined) q = Number(v.trim()) || 0;
-    }
-    if (type === GRAPHQL_RESPONSE_JSON) graphqlQ = Math.max(graphqlQ, q);
-    else if (type === "application/json" || type === "application/*" || type === "*/*") {
-      jsonQ = Math.max(jsonQ, q);
-    }
-  }
-  const result: GraphqlMediaType | undefined = graphqlQ > 0 && graphqlQ >= jsonQ
-    ? GRAPHQL_RESPONSE_JSON
-    : jsonQ > 0
-    ? "application/json"
-    : undefined;
-  if (negotiated.size >= 256) negotiated.clear();
-  negotiated.set(accept, result);
-  return result;
+  return preferredMediaType(accept, GRAPHQL_OFFERS, "application/json");
 }
 
-/** True when `Accept` lists `text/html` (what browsers send for a page), not only a wildcard. */
+/**
+ * True when `Accept` asks for `text/html` (what browsers send for a page) by name or as `text/*`,
+ * not only through `*\/*` (what API clients send).
+ */
 export function acceptsHtml(accept: string | undefined): boolean {
   if (accept === undefined) return false;
-  return accept.split(",").some((part) => {
-    const [range = "", ...params] = part.split(";");
-    return range.trim().toLowerCase() === "text/html" &&
-      !params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p));
-  });
+  const html = acceptance(accept, "text/html");
+  return html.q > 0 && html.specificity > 0;
 }
 
 const JSON_REQUEST = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;

@@ -1,3 +1,5 @@
+import { preferredLanguage } from "./http/accept.ts";
+
 /**
  * The one domain error model. Every protocol edge (REST, GraphQL, gRPC) renders these; nothing
  * else decides status codes or user messages.
@@ -247,30 +249,12 @@ export function userMessage(code: ErrorCode, language: Language): string {
   return ERROR_DEFINITIONS[code].messages[language];
 }
 
-/** Picks the best supported language from an `Accept-Language` header (RFC 9110 weights). */
+const LANGUAGES: readonly Language[] = ["en", "de"];
+
+/**
+ * Picks the best supported language from an `Accept-Language` header (lib/http/accept.ts:
+ * RFC 9110 weights, RFC 4647 lookup); English when none is acceptable.
+ */
 export function negotiateLanguage(header: string | null | undefined): Language {
-  if (!header) return "en";
-  let best: Language = "en";
-  let bestQ = 0;
-  for (const part of header.split(",")) {
-    const [range = "", ...params] = part.trim().split(";");
-    const tag = range.trim().toLowerCase();
-    let q = 1;
-    for (const param of params) {
-      const [k, v] = param.trim().split("=");
-      if (k === "q" && v !== undefined) q = Number(v);
-    }
-    if (!(q > 0)) continue;
-    const primary = tag.split("-")[0];
-    const lang: Language | undefined = primary === "de"
-      ? "de"
-      : primary === "en"
-      ? "en"
-      : undefined;
-    if (lang && q > bestQ) {
-      best = lang;
-      bestQ = q;
-    }
-  }
-  return best;
+  return preferredLanguage(header, LANGUAGES) ?? "en";
 }

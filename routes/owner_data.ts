@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { ADDRESS_CACHE_CONTROL } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
+import { preferredMediaType } from "../lib/http/accept.ts";
 import { jsonHeaders } from "../lib/http/negotiate.ts";
 import { IfMatchSchema, SCOPED_RESPONSES } from "../lib/http/openapi.ts";
 import { type Address, AddressSchema, errorResponse } from "../lib/schemas.ts";
@@ -84,31 +85,13 @@ export const eraseAddresses = createRoute({
   },
 });
 
-/**
- * Which form `Accept` asks for: the q of each type comes from its most specific matching
- * range (RFC 9110 12.5.1); NDJSON wins a tie.
- */
+// Named alike, or through a wildcard, NDJSON: the export's own form.
+const EXPORT_TYPES = [NDJSON, "application/json"] as const;
+
+/** Which form `Accept` asks for (lib/http/accept.ts); undefined when neither is acceptable. */
 export function exportType(accept: string | undefined): "ndjson" | "json" | undefined {
-  if (!accept) return "ndjson";
-  const q = { ndjson: [-1, 0], json: [-1, 0] } as Record<"ndjson" | "json", [number, number]>;
-  for (const part of accept.split(",")) {
-    const [range = "", ...params] = part.split(";");
-    const type = range.trim().toLowerCase();
-    let weight = 1;
-    for (const p of params) {
-      const [k, v] = p.split("=").map((s) => s.trim());
-      if (k === "q") weight = Number(v);
-    }
-    if (!(weight >= 0 && weight <= 1)) continue;
-    const specificity = type === "*/*" ? 0 : type === "application/*" ? 1 : 2;
-    for (const [form, exact] of [["ndjson", NDJSON], ["json", "application/json"]] as const) {
-      if (specificity === 2 && type !== exact) continue;
-      if (specificity > q[form][0]) q[form] = [specificity, weight];
-    }
-  }
-  const [ndjson, json] = [q.ndjson[1], q.json[1]];
-  if (ndjson <= 0 && json <= 0) return undefined;
-  return json > ndjson ? "json" : "ndjson";
+  const type = preferredMediaType(accept, EXPORT_TYPES, NDJSON);
+  return type === undefined ? undefined : type === NDJSON ? "ndjson" : "json";
 }
 
 /** Streams the export: the first page was read before the answer began. */

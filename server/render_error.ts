@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { AppError, type ErrorCode, negotiateLanguage, userMessage } from "../lib/errors.ts";
+import { preferredMediaType } from "../lib/http/accept.ts";
 import type { Logger } from "../lib/log.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 
@@ -40,8 +41,11 @@ function instanceUrl(base: string, requestUrl: string, requestId: string): strin
   return `${base}${path}#request-${requestId}`;
 }
 
+// Named alike, the problem document wins; through a wildcard, the default body.
+const ERROR_TYPES = ["application/problem+json", "application/json"];
+
 function wantsProblemJson(accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes("application/problem+json");
+  return preferredMediaType(accept, ERROR_TYPES, "application/json") === "application/problem+json";
 }
 
 /**

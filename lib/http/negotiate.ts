@@ -1,4 +1,5 @@
 import { AppError } from "../errors.ts";
+import { acceptance, preferredMediaType } from "./accept.ts";
 
 /** The vendor media type of version 1 of this API (spec 9, media type versioning). */
 export const VENDOR_JSON = "application/vnd.books.v1+json";
@@ -11,7 +12,10 @@ export const VENDOR_JSON_V2 = "application/vnd.books.v2+json";
  * client asks for a vendor type, which is then echoed (spec 9). 406 when none is acceptable.
  * `prefer` is the type a wildcard (or no `Accept`) gets instead of `application/json`.
  */
-export function negotiateJson(accept: string | undefined | null, prefer?: string): string {
+export function negotiateJson(
+  accept: string | undefined | null,
+  prefer?: typeof VENDOR_JSON_V2,
+): string {
   const type = acceptableJson(accept, prefer);
   if (type !== undefined) return type;
   throw new AppError(
@@ -21,29 +25,38 @@ export function negotiateJson(accept: string | undefined | null, prefer?: string
   );
 }
 
+// What a JSON resource offers, in its order of preference when the client names several alike:
+// a vendor type the client names is echoed (spec 9).
+const JSON_OFFERS = [VENDOR_JSON, VENDOR_JSON_V2, "application/json"];
+
 /** The type `negotiateJson` picks, or undefined when `Accept` allows none. */
 export function acceptableJson(
   accept: string | undefined | null,
-  prefer?: string,
+  prefer?: typeof VENDOR_JSON_V2,
 ): string | undefined {
   if (!accept) return prefer ?? "application/json";
-  let json = false;
-  let wildcard = false;
-  for (const part of accept.split(",")) {
-    const [range = "", ...params] = part.split(";");
-    const type = range.trim().toLowerCase();
-    if (params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p))) continue;
-    if (type === VENDOR_JSON || type === VENDOR_JSON_V2) return type;
-    if (type === "*/*" || type === "application/*") wildcard = true;
-    else if (type === "application/json" || type === "application/problem+json") json = true;
-  }
-  if (wildcard && prefer !== undefined) return prefer;
-  return json || wildcard ? "application/json" : undefined;
+  const type = preferredMediaType(accept, JSON_OFFERS, "application/json") ?? problemReader(accept);
+  if (prefer === undefined || type === undefined || type === prefer) return type;
+  // A v2 request is answered in v2 unless Accept weighs v2 below the type it would get otherwise
+  // (design.md: "a v2 answer carries that Content-Type").
+  const preferred = acceptance(accept, prefer).q;
+  return preferred > 0 && preferred >= acceptance(accept, type).q ? prefer : type;
 }
 
 /**
- * True when a request is version 2: its `Accept` names the v2 type, or (a write) its body's
- * `Content-Type` does. Everything else is version 1.
+ * A client that accepts problem documents and says nothing of plain JSON reads plain JSON (a
+ * problem document is JSON): it gets `application/json`, not a 406.
+ */
+function problemReader(accept: string): string | undefined {
+  return acceptance(accept, "application/problem+json").q > 0 &&
+      acceptance(accept, "application/json").specificity === -1
+    ? "application/json"
+    : undefined;
+}
+
+/**
+ * True when a request is version 2: its `Accept` names the v2 type and prefers it, or (a write)
+ * its body's `Content-Type` names it. Everything else is version 1.
  */
 export function isVersion2(
   accept: string | undefined | null,
@@ -52,8 +65,8 @@ export function isVersion2(
   if (contentType && contentType.split(";")[0]!.trim().toLowerCase() === VENDOR_JSON_V2) {
     return true;
   }
-  return !!accept && accept.toLowerCase().includes(VENDOR_JSON_V2) &&
-    acceptableJson(accept) === VENDOR_JSON_V2;
+  return acceptableJson(accept) === VENDOR_JSON_V2 &&
+    acceptance(accept, VENDOR_JSON_V2).specificity === 2;
 }
 
 /**
