@@ -92,7 +92,12 @@ export async function migrateKv(
       );
       continue;
     }
-    const progress = await withKvRetry(() => kv.get<MigrationProgress>(MIGRATION_KEY));
+    // The layout and the progress in one snapshot: another process may have finished the step
+    // (and deleted the progress) since the layout was read.
+    const [layoutNow, progress] = await withKvRetry(() =>
+      kv.getMany<[LayoutValue, MigrationProgress]>([LAYOUT_KEY, MIGRATION_KEY])
+    );
+    if (layoutNow.versionstamp !== state.entry.versionstamp) continue;
     if (progress.value === null || progress.value.to !== to) {
       throw new LayoutError(
         `the KV (${label}) is marked as migrating to layout ${to} but holds no progress for it`,
