@@ -70,7 +70,13 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   const process = spawnMain({ PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", ...env });
   let listening: LogLine;
   try {
-    listening = await waitForLine(process.lines, "listening");
+    // A process that stops at start-up says why at once, not after the wait's deadline.
+    listening = await Promise.race([
+      waitForLine(process.lines, "listening"),
+      process.exited.then((code): never => {
+        throw new Error(`exited with code ${code}`);
+      }),
+    ]);
   } catch (error) {
     await process.stop("SIGKILL");
     throw new Error(`server did not start: ${(error as Error).message}\n${process.output()}`);
