@@ -39,9 +39,16 @@ export interface AccessLine {
   traceId?: string | undefined;
 }
 
+// Lines wait at most this long, or until this many characters are buffered, before one write.
+const FLUSH_MS = 20;
+const FLUSH_CHARS = 32 * 1024;
+
 /**
- * Creates a logger writing one JSON object per line. Lines are buffered and written together on
- * the next timer tick, so the per-request access log does not cost a synchronous write each.
+ * Creates a logger writing one JSON object per line. Lines are buffered and written together in
+ * one write when FLUSH_CHARS are waiting or FLUSH_MS after the first of them: under load the
+ * access log costs a write per block of lines, not per request (or per turn of the event loop).
+ * Nothing is lost on a clean stop: `flush()` is called before the process exits, and the
+ * `unload` event flushes what is left.
  */
 export function createLogger(
   options: { level?: LogLevel; write?: (text: string) => void } = {},
@@ -50,25 +57,35 @@ export function createLogger(
   const encoder = new TextEncoder();
   const write = options.write ?? ((text: string) => writeAll(encoder.encode(text)));
   let buffer: string[] = [];
-  let scheduled = false;
+  let buffered = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   // One ISO timestamp per millisecond: under load many lines share it, and formatting a Date
   // is a measurable part of an access-log line.
   let lastMs = -1;
   let lastIso = "";
 
   function flush() {
-    scheduled = false;
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
     if (buffer.length === 0) return;
     const text = buffer.join("");
     buffer = [];
+    buffered = 0;
     write(text);
   }
+  if (options.write === undefined) globalThis.addEventListener("unload", flush);
 
   function push(text: string) {
     buffer.push(text);
-    if (!scheduled) {
-      scheduled = true;
-      setTimeout(flush, 0);
+    buffered += text.length;
+    if (buffered >= FLUSH_CHARS) flush();
+    else if (timer === undefined) {
+      const pending = setTimeout(flush, FLUSH_MS);
+      // A pending write does not keep the process alive; `unload` writes it.
+      Deno.unrefTimer(pending);
+      timer = pending;
     }
   }
 
