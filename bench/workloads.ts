@@ -127,7 +127,7 @@ export async function buildWorkloads(
         countLog: true,
       }),
     ],
-    targets: [{ against: RAW, min: 0.85 }],
+    targets: [{ against: RAW, min: 0.75 }],
   };
 
   const pathsFile = `${ctx.tmp}/book_paths.txt`;
@@ -164,7 +164,7 @@ export async function buildWorkloads(
         countLog: true,
       }),
     ],
-    targets: [{ against: RAW, min: 0.8 }],
+    targets: [{ against: RAW, min: 0.7 }],
   };
 
   const queryFile = `${ctx.tmp}/graphql_query.json`;
@@ -175,7 +175,7 @@ export async function buildWorkloads(
     load: `${load}; POST /graphql ${BOOKS_QUERY}`,
     checks: `${HTTP_CHECK}; graphql-yoga's data checked equal to ours before the load`,
     contenders: [],
-    targets: [{ against: RAW, min: 0.5 }],
+    targets: [{ against: RAW, min: 0.75 }],
   };
   if ("skipped" in ref.graphql) graphql.skipped = ref.graphql.skipped;
   else {
