@@ -36,7 +36,7 @@ export function withCachedGraphql(
   const { books, logger, results } = deps;
   const bodyLimit = graphqlBodyLimit(deps.config);
 
-  function cached(text: string): Uint8Array<ArrayBuffer> | undefined {
+  function cached(text: string): string | undefined {
     try {
       return results.lookup(readParams(text), books.list());
     } catch {

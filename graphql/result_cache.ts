@@ -10,13 +10,13 @@ export interface ResultCache {
     | string
     | undefined;
   /** The encoded `{"data":…}` body for `key`, if it was computed against `snapshot`. */
-  get(key: string, snapshot: unknown): Uint8Array<ArrayBuffer> | undefined;
+  get(key: string, snapshot: unknown): string | undefined;
   /** `keyOf` then `get`: the cached body of a request's operation, if any. */
   lookup(
     params: { query: string; operationName: string | undefined; variables: object | undefined },
     snapshot: unknown,
-  ): Uint8Array<ArrayBuffer> | undefined;
-  set(key: string, snapshot: unknown, body: Uint8Array<ArrayBuffer>): void;
+  ): string | undefined;
+  set(key: string, snapshot: unknown, body: string): void;
   /** What the cache holds, by its own accounting. */
   readonly stats: CacheStats;
 }
@@ -39,7 +39,7 @@ const ENTRY_BYTES = 256;
  * error-free results are kept (field errors carry a request id). Bounded by entries and bytes.
  */
 export function createResultCache(options: ResultCacheOptions = {}): ResultCache {
-  const cache = createLru<{ snapshot: unknown; body: Uint8Array<ArrayBuffer> }>(
+  const cache = createLru<{ snapshot: unknown; body: string }>(
     options.maxEntries ?? 1000,
     options.maxBytes ?? 4 * 1024 * 1024,
   );
@@ -53,7 +53,7 @@ export function createResultCache(options: ResultCacheOptions = {}): ResultCache
     if (variables !== undefined && Object.keys(variables).length > 0) return undefined;
     return operationName === undefined ? query : `${operationName}\u0000${query}`;
   }
-  function get(key: string, snapshot: unknown): Uint8Array<ArrayBuffer> | undefined {
+  function get(key: string, snapshot: unknown): string | undefined {
     const entry = cache.get(key);
     return entry !== undefined && entry.snapshot === snapshot ? entry.body : undefined;
   }
@@ -65,7 +65,7 @@ export function createResultCache(options: ResultCacheOptions = {}): ResultCache
       return key === undefined ? undefined : get(key, snapshot);
     },
     set(key, snapshot, body) {
-      cache.set(key, { snapshot, body }, ENTRY_BYTES + body.byteLength + stringBytes(key));
+      cache.set(key, { snapshot, body }, ENTRY_BYTES + stringBytes(body) + stringBytes(key));
     },
     stats: byteStats(cache),
   };

@@ -64,7 +64,6 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const schema = createBooksSchema();
   const prepare = createPreparer(schema, config, deps.documents);
   const results = deps.results ?? createResultCache();
-  const encoder = new TextEncoder();
   const bodyLimit = graphqlBodyLimit(config);
 
   // The gate's refusal of an operation is a GraphQL response with the error's code.
@@ -111,7 +110,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
         operationName: params.operationName,
       });
       if (result.errors === undefined) {
-        const body = encoder.encode(JSON.stringify({ data: result.data }));
+        const body = JSON.stringify({ data: result.data });
         if (key !== undefined) results.set(key, catalogue, body);
         return dataResponse(body, type, c.get("requestId"));
       }

@@ -27,7 +27,7 @@ export const BOOK_PATH_PREFIX = "/api/book/";
  * the negotiated `type`, and a 304 when `If-None-Match` matches.
  */
 export function catalogueAnswer(
-  encoded: { body: Uint8Array<ArrayBuffer>; etag: string },
+  encoded: { body: string; etag: string },
   request: { type: string; requestId: string; ifNoneMatch: string | null | undefined },
 ): Response {
   return conditionalJson(encoded.body, {

@@ -23,7 +23,7 @@ export function withHotReads(deps: { books: BookStore; logger: Logger }, app: In
     if (request.method !== "GET") return app(request, admission);
     const started = performance.now();
     const path = admission.path;
-    let encoded: { body: Uint8Array<ArrayBuffer>; etag: string } | undefined;
+    let encoded: { body: string; etag: string } | undefined;
     let route: string | undefined;
     if (path === BOOKS_PATH) {
       encoded = { body: books.listJson(), etag: books.listEtag() };

@@ -8,10 +8,13 @@ export interface BookStore {
   list(): readonly Book[];
   /** One book, or undefined. */
   get(id: number): Book | undefined;
-  /** The JSON text of `list()`, encoded once, for the REST hot path. */
-  listJson(): Uint8Array<ArrayBuffer>;
-  /** The JSON text of one book, encoded once, or undefined. */
-  getJson(id: number): Uint8Array<ArrayBuffer> | undefined;
+  /**
+   * The JSON text of `list()`, made once, for the REST hot path. A string rather than bytes: a
+   * Response takes a string body as it is, while it copies the bytes of a byte body.
+   */
+  listJson(): string;
+  /** The JSON text of one book, made once, or undefined. */
+  getJson(id: number): string | undefined;
   /** Strong ETag of `listJson()`, computed once. */
   listEtag(): string;
   /** Strong ETag of `getJson(id)`, computed once, or undefined. */
@@ -42,10 +45,12 @@ export function createBookStore(books: readonly Book[]): BookStore {
   const frozen = Object.freeze(books.map((b) => Object.freeze({ ...b })));
   const byId = new Map(frozen.map((b) => [b.id, b]));
   const encoder = new TextEncoder();
-  const json = encoder.encode(JSON.stringify(frozen));
-  const jsonById = new Map(frozen.map((b) => [b.id, encoder.encode(JSON.stringify(b))]));
-  const etag = contentEtag(json);
-  const etagById = new Map([...jsonById].map(([id, bytes]) => [id, contentEtag(bytes)]));
+  const json = JSON.stringify(frozen);
+  const jsonById = new Map(frozen.map((b) => [b.id, JSON.stringify(b)]));
+  const etag = contentEtag(encoder.encode(json));
+  const etagById = new Map(
+    [...jsonById].map(([id, text]) => [id, contentEtag(encoder.encode(text))]),
+  );
   return {
     list: () => frozen,
     get: (id) => byId.get(id),

@@ -55,7 +55,7 @@ Deno.test("LRU gives recently used entries a second chance and respects weight",
 Deno.test("results are cached per catalogue snapshot, never with variables", () => {
   const cache = createResultCache();
   const snapshot = Object.freeze([]);
-  const body = new TextEncoder().encode('{"data":{}}');
+  const body = '{"data":{}}';
   const params = { query: "{ books { title } }", operationName: undefined, variables: undefined };
   const key = cache.keyOf(params)!;
   cache.set(key, snapshot, body);

@@ -18,7 +18,7 @@ function failingStore(error: unknown): BookStore {
       throw error;
     },
     get: () => undefined,
-    listJson: () => new Uint8Array(),
+    listJson: () => "[]",
     getJson: () => undefined,
     listEtag: () => '""',
     getEtag: () => undefined,
