@@ -51,7 +51,12 @@ const FLUSH_CHARS = 32 * 1024;
  * `unload` event flushes what is left.
  */
 export function createLogger(
-  options: { level?: LogLevel; write?: (text: string) => void } = {},
+  options: {
+    level?: LogLevel;
+    write?: (text: string) => void;
+    /** Writes each line at once, unbuffered: for a sink in memory, where a write costs nothing. */
+    unbuffered?: boolean;
+  } = {},
 ): Logger {
   const min = RANK[options.level ?? "info"];
   const encoder = new TextEncoder();
@@ -78,6 +83,7 @@ export function createLogger(
   if (options.write === undefined) globalThis.addEventListener("unload", flush);
 
   function push(text: string) {
+    if (options.unbuffered) return write(text);
     buffer.push(text);
     buffered += text.length;
     if (buffered >= FLUSH_CHARS) flush();

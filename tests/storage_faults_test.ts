@@ -4,6 +4,7 @@ import { createEpisode } from "../store/kv/storage_episode.ts";
 import { startTestServer } from "./support/server.ts";
 import { untilStatus } from "./support/process.ts";
 import { addressBook } from "./support/requests.ts";
+import { waitForLine } from "./support/logs.ts";
 
 /**
  * A KV handle whose writes (and, when asked, reads) fail the way SQLite reports a full disk or a
@@ -139,6 +140,7 @@ Deno.test("disk full under the store: 503 storage-unavailable with Retry-After, 
     const listed = await (await fetch(`${base}/addresses`)).json();
     assert.deepEqual(listed.addresses, [a, b], "what was acknowledged, and nothing refused");
 
+    await waitForLine(() => server.logs, "storage works again");
     const started = server.logs.filter((l) => l.msg === "storage failing");
     assert.equal(started.length, 1, "one line when it starts");
     assert.equal(started[0]!.level, "error");

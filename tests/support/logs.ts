@@ -9,6 +9,7 @@ export function captureLogs(level: LogLevel = "debug"): { logger: Logger; lines:
   const lines: LogLine[] = [];
   const logger = createLogger({
     level,
+    unbuffered: true,
     write: (text) => {
       for (const line of text.split("\n")) if (line) lines.push(JSON.parse(line));
     },
