@@ -12,6 +12,7 @@ import {
 } from "../../lib/config.ts";
 import { openGate } from "../../security/gate.ts";
 import { createLogger, type LogLevel } from "../../lib/log.ts";
+import { writeLinesToStdout } from "../../lib/stdout_lines.ts";
 import { openBookStore } from "../../store/books.ts";
 import { DEFAULT_BOOKS, openKv, readCatalogue } from "../../store/kv/open.ts";
 import { startGrpcListener } from "../listener/grpc_listener.ts";
@@ -36,8 +37,15 @@ export const EXIT_UNTRUSTED = 70;
 /** Environment variable carrying the child's configuration. */
 export const CHILD_CONFIG_ENV = "GRPC_CHILD_CONFIG";
 
+/**
+ * Starts the line on stderr that tells the supervisor the child listens (JSON with `grpc`, the
+ * bound URL, follows). Its stdout may be the server's own, which the supervisor does not read.
+ */
+export const READY_MARKER = "grpc child ready ";
+
 async function runChild(config: GrpcChildConfig): Promise<void> {
-  const logger = createLogger({ level: config.logLevel });
+  // stdout may be shared with the supervisor's process: lines are written whole.
+  const logger = createLogger({ level: config.logLevel, write: writeLinesToStdout });
   const gate = await openGate(config);
   const seed = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
   const kv = await openKv(config.kvPath);
@@ -56,6 +64,9 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   );
   logger.always("grpc listening", { grpc: listener.url, pid: Deno.pid });
   logger.flush();
+  // After the line above is written: no reader of the log sees the server ready before it.
+  const ready = `${READY_MARKER}${JSON.stringify({ grpc: listener.url })}\n`;
+  Deno.stderr.writeSync(new TextEncoder().encode(ready));
 
   let stopping = false;
   const stop = async (code = 0) => {

@@ -3,7 +3,7 @@ import { ConfigError } from "../../lib/config.ts";
 import type { Logger } from "../../lib/log.ts";
 import { sleep } from "../../store/kv/retry.ts";
 import { recordStderr, type StderrRecord } from "./child_stderr.ts";
-import { CHILD_CONFIG_ENV, type GrpcChildConfig } from "./grpc_child.ts";
+import { CHILD_CONFIG_ENV, type GrpcChildConfig, READY_MARKER } from "./grpc_child.ts";
 
 /** The gRPC listener running in its own, supervised process. */
 export interface SupervisedGrpc {
@@ -42,9 +42,17 @@ interface Child {
 export interface SupervisorOptions {
   /** The child's entry module (default rpc/process/grpc_child.ts; tests use one that fails on purpose). */
   entry?: string;
+  /**
+   * The logger writes to this process's stdout. The child then writes its log lines there
+   * itself (its stdout is this process's) instead of passing each through this process, which
+   * would otherwise read, copy and write every `rpc` line on the same CPU as the listener.
+   */
+  logToStdout?: boolean;
 }
 
-function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Child {
+function spawnChild(config: GrpcChildConfig, logger: Logger, options: SupervisorOptions): Child {
+  const entry = options.entry ?? CHILD;
+  const relay = !options.logToStdout;
   const isFile = config.kvPath !== ":memory:" && !/^https?:\/\//.test(config.kvPath);
   const process = new Deno.Command(Deno.execPath(), {
     args: [
@@ -61,7 +69,7 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Chi
     // NO_COLOR: the child's stderr is read as text (its crash report goes into a log line).
     env: { [CHILD_CONFIG_ENV]: JSON.stringify(config), NO_COLOR: "1" },
     stdin: "piped",
-    stdout: "piped",
+    stdout: relay ? "piped" : "inherit",
     stderr: "piped",
   }).spawn();
 
@@ -69,7 +77,7 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Chi
   let announced = false;
   let resolveReady!: (url: string) => void;
   const ready = new Promise<string>((resolve) => (resolveReady = resolve));
-  const pumpStdout = (async () => {
+  const pumpStdout = relay && (async () => {
     let pending = "";
     for await (const text of process.stdout.pipeThrough(new TextDecoderStream())) {
       pending += text;
@@ -89,10 +97,36 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Chi
       }
     }
   })();
+  // The child's ready line is taken out of its stderr; with stdout inherited it announces the
+  // listener (the child wrote its `grpc listening` line to the shared stdout before it).
   const pumpStderr = (async () => {
+    let head = "";
+    let marked = false;
     for await (const text of process.stderr.pipeThrough(new TextDecoderStream())) {
-      stderr.append(text);
+      if (marked) {
+        stderr.append(text);
+        continue;
+      }
+      head += text;
+      for (let end = head.indexOf("\n"); end !== -1 && !marked; end = head.indexOf("\n")) {
+        const line = head.slice(0, end + 1);
+        head = head.slice(end + 1);
+        if (!line.startsWith(READY_MARKER)) {
+          stderr.append(line);
+          continue;
+        }
+        marked = true;
+        if (!relay) {
+          announced = true;
+          resolveReady(JSON.parse(line.slice(READY_MARKER.length)).grpc);
+        }
+      }
+      if (marked && head) {
+        stderr.append(head);
+        head = "";
+      }
     }
+    if (!marked && head) stderr.append(head);
   })();
   const exited = (async () => {
     const status = await process.status;
@@ -145,7 +179,7 @@ export async function startSupervisedGrpc(
   logger: Logger,
   options: SupervisorOptions = {},
 ): Promise<SupervisedGrpc> {
-  let current = spawnChild(config, logger, options.entry);
+  let current = spawnChild(config, logger, options);
   let url: string;
   try {
     url = await current.ready;
@@ -179,7 +213,7 @@ export async function startSupervisedGrpc(
       });
       await sleep(delay);
       if (stopping) return;
-      current = spawnChild(fixed, logger, options.entry);
+      current = spawnChild(fixed, logger, options);
       try {
         await current.ready;
         serving = !stopping;
