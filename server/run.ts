@@ -89,7 +89,7 @@ export async function startServer(
             rateLimit: config.rateLimit,
           },
           logger,
-          { logToStdout },
+          { logToStdout, denoFlags: config.grpcChildFlags },
         )
         : await startGrpcListener(listen, { books, logger, gate });
     } catch (error) {

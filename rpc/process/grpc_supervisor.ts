@@ -27,7 +27,8 @@ const HEALTHY_AFTER_MS = 30_000;
 // peak RSS went from about 75 MiB idle to 230-380 MiB. With 8 MiB semi-spaces and the heap
 // growing by 20% before the next major GC it stayed at 120 MiB, for a GC share of the CPU
 // profile between V8's default and that of smaller semi-spaces (docs/bench.md).
-const CHILD_V8_FLAGS = "--v8-flags=--max-semi-space-size=8,--heap-growing-percent=20";
+const CHILD_V8_FLAGS = ["--max-semi-space-size=8", "--heap-growing-percent=20"];
+const V8_FLAGS = "--v8-flags=";
 
 interface Child {
   process: Deno.ChildProcess;
@@ -48,16 +49,25 @@ export interface SupervisorOptions {
    * would otherwise read, copy and write every `rpc` line on the same CPU as the listener.
    */
   logToStdout?: boolean;
+  /** Extra `deno run` flags of the child (`GRPC_CHILD_DENO_FLAGS`: profiling, tracing). */
+  denoFlags?: string[];
 }
 
 function spawnChild(config: GrpcChildConfig, logger: Logger, options: SupervisorOptions): Child {
   const entry = options.entry ?? CHILD;
   const relay = !options.logToStdout;
   const isFile = config.kvPath !== ":memory:" && !/^https?:\/\//.test(config.kvPath);
+  const extra = options.denoFlags ?? [];
+  // Deno keeps only the last --v8-flags: the extra V8 flags go after the child's own.
+  const v8 = [
+    ...CHILD_V8_FLAGS,
+    ...extra.flatMap((f) => f.startsWith(V8_FLAGS) ? [f.slice(V8_FLAGS.length)] : []),
+  ];
   const process = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
-      CHILD_V8_FLAGS,
+      `${V8_FLAGS}${v8.join(",")}`,
+      ...extra.filter((f) => !f.startsWith(V8_FLAGS)),
       "--config",
       DENO_JSON,
       "--allow-net",
