@@ -21,13 +21,13 @@ const STOP_TIMEOUT_MS = 15_000;
 const LISTENING = '"msg":"grpc listening"';
 const MAX_RESTART_DELAY_MS = 5_000;
 const HEALTHY_AFTER_MS = 30_000;
-// The child's V8 heap. Under multiplexed load (8 connections x 16 streams) V8's defaults let
-// the young generation grow to 3 x 16 MiB and the old one to several times the live data
-// (per-call objects promoted while their calls are in flight wait for a major GC): the child's
-// peak RSS went from about 75 MiB idle to 230-380 MiB. With 8 MiB semi-spaces and the heap
-// growing by 20% before the next major GC it stayed at 120 MiB, for a GC share of the CPU
-// profile between V8's default and that of smaller semi-spaces (docs/bench.md).
-const CHILD_V8_FLAGS = ["--max-semi-space-size=8", "--heap-growing-percent=20"];
+// The child's V8 heap. With V8's defaults its RSS grows to several times its idle size under
+// multiplexed load: a young generation of up to 3 x 16 MiB, and per-call objects promoted while
+// their calls are in flight piling up in the old one. Small semi-spaces keep the young
+// generation small (and in the CPU's cache: it cost less CPU per call than larger ones), and
+// letting the old generation double before the next major GC, instead of growing by a fifth,
+// makes major GCs rare. Measured in docs/bench.md ("gRPC: where a call's time goes").
+const CHILD_V8_FLAGS = ["--max-semi-space-size=2", "--heap-growing-percent=100"];
 const V8_FLAGS = "--v8-flags=";
 
 interface Child {
