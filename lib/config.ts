@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ConfigError } from "./config_error.ts";
 
 const port = z.string().regex(/^[0-9]{1,5}$/, "must be a port number from 0 to 65535")
   .transform(Number)
@@ -199,9 +200,7 @@ export interface GraphqlConfig {
 }
 
 /** Thrown when an environment variable is invalid; the message names the variable. */
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+export { ConfigError } from "./config_error.ts";
 
 /** Reads and validates the configuration from environment variables. */
 export function loadConfig(env: Record<string, string | undefined>): Config {

@@ -89,7 +89,7 @@ export async function startServer(
             rateLimit: config.rateLimit,
           },
           logger,
-          { logToStdout, denoFlags: config.grpcChildFlags },
+          { logToStdout, denoFlags: config.grpcChildFlags, books: books.list() },
         )
         : await startGrpcListener(listen, { books, logger, gate });
     } catch (error) {

@@ -3,6 +3,7 @@ import { ConfigError } from "../../lib/config.ts";
 import type { Logger } from "../../lib/log.ts";
 import { sleep } from "../../store/kv/retry.ts";
 import { recordStderr, type StderrRecord } from "./child_stderr.ts";
+import type { Book } from "../../lib/schemas.ts";
 import { CHILD_CONFIG_ENV, type GrpcChildConfig, READY_MARKER } from "./grpc_child.ts";
 
 /** The gRPC listener running in its own, supervised process. */
@@ -51,12 +52,19 @@ export interface SupervisorOptions {
   logToStdout?: boolean;
   /** Extra `deno run` flags of the child (`GRPC_CHILD_DENO_FLAGS`: profiling, tracing). */
   denoFlags?: string[];
+  /**
+   * The catalogue this process serves, handed to the child on its stdin; without it the child
+   * reads the seed file and KV itself (and may write KV's directory).
+   */
+  books?: readonly Book[];
 }
 
 function spawnChild(config: GrpcChildConfig, logger: Logger, options: SupervisorOptions): Child {
   const entry = options.entry ?? CHILD;
   const relay = !options.logToStdout;
-  const isFile = config.kvPath !== ":memory:" && !/^https?:\/\//.test(config.kvPath);
+  const books = options.books;
+  const isFile = books === undefined && config.kvPath !== ":memory:" &&
+    !/^https?:\/\//.test(config.kvPath);
   const extra = options.denoFlags ?? [];
   // Deno keeps only the last --v8-flags: the extra V8 flags go after the child's own.
   const v8 = [
@@ -77,12 +85,22 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, options: Supervisor
       entry,
     ],
     // NO_COLOR: the child's stderr is read as text (its crash report goes into a log line).
-    env: { [CHILD_CONFIG_ENV]: JSON.stringify(config), NO_COLOR: "1" },
+    env: {
+      [CHILD_CONFIG_ENV]: JSON.stringify({ ...config, catalogueOnStdin: books !== undefined }),
+      NO_COLOR: "1",
+    },
     stdin: "piped",
     stdout: relay ? "piped" : "inherit",
     stderr: "piped",
   }).spawn();
 
+  if (books !== undefined) {
+    // One line; the pipe then stays open, and its end tells the child this process is gone.
+    const writer = process.stdin.getWriter();
+    writer.write(new TextEncoder().encode(`${JSON.stringify(books)}\n`))
+      .catch(() => {}) // a child that died at once: its death is reported below
+      .finally(() => writer.releaseLock());
+  }
   const stderr = recordStderr();
   let announced = false;
   let resolveReady!: (url: string) => void;
