@@ -1,5 +1,6 @@
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger } from "./lib/log.ts";
+import { writeLinesToStdout } from "./lib/stdout_lines.ts";
 import { type RunningServer, startServer } from "./server/run.ts";
 import { servedEdge } from "./server/deno_serve.ts";
 
@@ -15,7 +16,8 @@ export default { fetch: served.fetch } satisfies Deno.ServeDefaultExport;
 
 /** `deno run main.ts` (`deno task start`): both listeners, the gRPC one supervised. */
 async function runProcess(config: Config): Promise<void> {
-  const logger = createLogger({ level: config.logLevel });
+  // The gRPC child writes to the same stdout (logToStdout): lines are written whole.
+  const logger = createLogger({ level: config.logLevel, write: writeLinesToStdout });
   // A file-size limit (`ulimit -f`) kills with SIGXFSZ by default; ignored, the write fails
   // with EFBIG instead, and that is a storage fault the client gets a 503 for.
   ignoreSignal("SIGXFSZ");
@@ -37,7 +39,7 @@ async function runProcess(config: Config): Promise<void> {
   Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
   try {
-    server = await startServer(config, { logger });
+    server = await startServer(config, { logger, logToStdout: true });
   } catch (error) {
     logger.flush();
     console.error(error instanceof ConfigError ? error.message : `start-up failed: ${error}`);

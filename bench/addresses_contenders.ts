@@ -1,6 +1,7 @@
 import type { BenchContext } from "./contenders.ts";
 import { httpUrlOf, startOurs } from "./ours.ts";
 import type { Contender, Measurement } from "./runner.ts";
+import { memoryOf } from "./proc.ts";
 import { pinned } from "./tools.ts";
 import type { Service } from "./service.ts";
 import { runWrk } from "./wrk.ts";
@@ -77,8 +78,7 @@ export function postAddressesContender(
       const cpu = await server.cpuSeconds();
       const r = await runWrk({ ...load, seconds: ctx.opts.duration, idsFile: `${dir}/run.ids` });
       const cpuUsPerRequest = (await server.cpuSeconds() - cpu) * 1e6 / r.requests;
-      const peakRssMiB = await server.peakRssMiB();
-      const peakRssEachMiB = await server.peakRssEachMiB();
+      const memory = memoryOf(await server.peakMemory());
       await server.stop("SIGKILL");
       live.delete(server);
       const again = await startOurs(place, { kvDir: dir, name: "ours (restarted)" });
@@ -98,8 +98,7 @@ export function postAddressesContender(
         cpuUsPerRequest,
         failures: warm.failures + r.failures + duplicates + missing,
         firstFailure,
-        peakRssMiB,
-        peakRssEachMiB,
+        ...memory,
         notes: [
           `round ${
             round + 1

@@ -1,6 +1,7 @@
 import type { BenchOptions } from "./options.ts";
 import type { Contender, Finish, Measurement } from "./runner.ts";
 import type { Service } from "./service.ts";
+import { memoryOf } from "./proc.ts";
 import type { Tools } from "./tools.ts";
 import { runWrk, type WrkRun } from "./wrk.ts";
 
@@ -79,10 +80,9 @@ export function httpContender(spec: {
     },
     async finish(): Promise<Finish> {
       if (!service) return { peakRssMiB: NaN, notes };
-      const peakRssMiB = await service.peakRssMiB();
-      const peakRssEachMiB = await service.peakRssEachMiB();
+      const memory = await service.peakMemory();
       await service.stop();
-      return { peakRssMiB, peakRssEachMiB, notes };
+      return { ...memoryOf(memory), notes };
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { BenchContext } from "./contenders.ts";
 import { runH2load } from "./h2load.ts";
+import { memoryOf } from "./proc.ts";
 import type { Contender, Finish, Measurement } from "./runner.ts";
 import type { Service } from "./service.ts";
 
@@ -181,8 +182,7 @@ export function grpcContender(spec: {
     }
     const cpuUsPerRequest = (await service.cpuSeconds() - cpu) * 1e6 / r.calls;
     await new Promise((resolve) => setTimeout(resolve, CRASH_GRACE_MS));
-    const peakRssMiB = await service.peakRssMiB();
-    const peakRssEachMiB = await service.peakRssEachMiB();
+    const memory = memoryOf(await service.peakMemory());
     let bad = 0;
     if (!service.alive()) {
       await retire(service, `after the load (${when})`, kept.restarts);
@@ -200,7 +200,7 @@ export function grpcContender(spec: {
       kept.restarts = countRestarts(service, when, kept.restarts);
     }
     if (r.failures === 0 && r.rps > 0) rate = r.rps;
-    return { ...r, failures: r.failures + bad, peakRssMiB, peakRssEachMiB, cpuUsPerRequest };
+    return { ...r, failures: r.failures + bad, ...memory, cpuUsPerRequest };
   }
 
   return {
@@ -246,11 +246,10 @@ export function grpcContender(spec: {
         r = await load(url, Math.max(MIN_CALLS, Math.round(rate * seconds)), ctx.opts.warmup);
       }
       const cpuUsPerRequest = (await service.cpuSeconds() - cpu) * 1e6 / r.calls;
-      const peakRssMiB = await service.peakRssMiB();
-      const peakRssEachMiB = await service.peakRssEachMiB();
+      const memory = memoryOf(await service.peakMemory());
       const bad = await sample(service, url, `round ${round + 1}`);
       if (r.failures === 0 && r.rps > 0) rate = r.rps;
-      return { ...r, failures: r.failures + bad, peakRssMiB, peakRssEachMiB, cpuUsPerRequest };
+      return { ...r, failures: r.failures + bad, ...memory, cpuUsPerRequest };
     },
     async finish(): Promise<Finish> {
       if (kept) await retire(kept.service, "at the end", kept.restarts);

@@ -40,19 +40,85 @@ export async function cpuSeconds(pid: number | "self"): Promise<number> {
   return found ? ticks / CLOCK_TICKS_PER_SECOND : NaN;
 }
 
-/** Sum of the peak resident set sizes (VmHWM) of a process tree in MiB, or NaN. */
-export async function peakRssMiB(pid: number): Promise<number> {
-  const each = await peakRssEachMiB(pid);
-  return each.length > 0 ? each.reduce((a, b) => a + b, 0) : NaN;
-}
-
-/** The peak resident set size (VmHWM) in MiB of each live process of a tree, root first. */
-export async function peakRssEachMiB(pid: number): Promise<number[]> {
+/**
+ * The peak memory of a process tree in MiB, each page counted once (NaN without /proc):
+ * `total` is `each` summed plus `shared`.
+ *
+ * Why not the sum of each process's peak RSS (VmHWM): a server of two processes (this one and
+ * its gRPC listener child) maps the same `deno` binary twice, and each RSS counts its resident
+ * pages (about 45 MiB) in full. Memory the machine holds for the tree is each process's own
+ * (anonymous) pages plus the file pages resident in any of them, once. So `each` is a process's
+ * peak less its file-backed pages now (VmHWM - RssFile: its peak anonymous memory, as the file
+ * part only grows once warmed up), and `shared` is the union of the file pages resident in the
+ * tree now (by file and page, from /proc/<pid>/pagemap). For one process, `total` is its VmHWM.
+ * Proportional set size is not used: it divides a page among every process mapping it, other
+ * programs' too (the bench itself runs on deno), so it would shrink with what else runs.
+ */
+export async function peakTreeMemory(
+  pid: number,
+): Promise<{ total: number; each: number[]; shared: number }> {
   const each: number[] = [];
+  const pages = new Set<string>();
+  let unionKnown = true;
+  let fileSum = 0;
   for (const p of await processTree(pid)) {
     const status = await Deno.readTextFile(`/proc/${p}/status`).catch(() => "");
-    const match = /^VmHWM:\s+(\d+) kB/m.exec(status);
-    if (match) each.push(Number(match[1]) / 1024);
+    const kib = (name: string) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]);
+    const hwm = kib("VmHWM");
+    const file = kib("RssFile");
+    if (!Number.isFinite(hwm) || !Number.isFinite(file)) continue;
+    each.push((hwm - file) / 1024);
+    fileSum += file / 1024;
+    if (unionKnown) unionKnown = await addFilePages(p, pages);
   }
-  return each;
+  if (each.length === 0) return { total: NaN, each, shared: NaN };
+  // Without pagemap (another user's process, or no /proc): every process's file pages, as RSS.
+  const shared = unionKnown ? (pages.size * PAGE_BYTES) / 2 ** 20 : fileSum;
+  return { total: each.reduce((a, b) => a + b, 0) + shared, each, shared };
+}
+
+const PAGE_BYTES = 4096;
+
+/** Adds the resident file-backed pages of a process (`dev:inode:page`); false if unreadable. */
+async function addFilePages(pid: number, pages: Set<string>): Promise<boolean> {
+  let file: Deno.FsFile | undefined;
+  try {
+    const maps = await Deno.readTextFile(`/proc/${pid}/maps`);
+    file = await Deno.open(`/proc/${pid}/pagemap`);
+    for (const line of maps.split("\n")) {
+      // start-end perms offset dev inode [path]; inode 0 is anonymous memory.
+      const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) (\S+) (\d+)/.exec(line);
+      if (!m || m[5] === "0") continue;
+      const start = parseInt(m[1]!, 16) / PAGE_BYTES;
+      const count = parseInt(m[2]!, 16) / PAGE_BYTES - start;
+      const first = parseInt(m[3]!, 16) / PAGE_BYTES;
+      // One 64-bit entry per page; bit 63: present in RAM.
+      const entries = new Uint8Array(count * 8);
+      await file.seek(start * 8, Deno.SeekMode.Start);
+      for (let got = 0; got < entries.length;) {
+        const n = await file.read(entries.subarray(got));
+        if (n === null) break;
+        got += n;
+      }
+      const key = `${m[4]}:${m[5]}:`;
+      for (let i = 0; i < count; i++) {
+        if (entries[i * 8 + 7]! & 0x80) pages.add(key + (first + i));
+      }
+    }
+    return true;
+  } catch {
+    return false;
+  } finally {
+    file?.close();
+  }
+}
+
+/** A tree's peak memory as a round reports it: each process's part only when there are several. */
+export function memoryOf(
+  memory: { total: number; each: number[]; shared: number },
+): { peakRssMiB: number; peakRssEachMiB?: number[]; peakSharedMiB?: number } {
+  return memory.each.length > 1
+    ? { peakRssMiB: memory.total, peakRssEachMiB: memory.each, peakSharedMiB: memory.shared }
+    : { peakRssMiB: memory.total };
 }

@@ -65,18 +65,25 @@ const ms = (n: number) => Number.isFinite(n) ? n.toFixed(2) : "-";
 const us = (n: number) => Number.isFinite(n) ? n.toFixed(1) : "-";
 const mib = (n: number) => Number.isFinite(n) ? n.toFixed(0) : "-";
 
-/** Peak RSS; for a server of several processes also each one's (e.g. `339 (104 + 235)`). */
+/**
+ * Peak memory; for a server of several processes also each one's own and the file pages they
+ * share, counted once (e.g. `131 (41 + 42 + 48 shared)`; proc.ts, peakTreeMemory).
+ */
 function rssCell(c: WorkloadResult["contenders"][number]): string {
   const each = c.peakRssEachMiB;
   if (!each || each.length < 2) return mib(c.peakRssMiB);
-  return `${mib(c.peakRssMiB)} (${each.map(mib).join(" + ")})`;
+  const shared = c.peakSharedMiB === undefined ? "" : ` + ${mib(c.peakSharedMiB)} shared`;
+  return `${mib(c.peakRssMiB)} (${each.map(mib).join(" + ")}${shared})`;
 }
 
 function ratioCell(w: WorkloadResult, name: string, ratio: number | undefined): string {
   if (ratio === undefined) return "";
-  const target = w.targets.find((t) => t.against === name);
+  const target = w.targets.find((t) =>
+    t.measure !== "memory" && t.measure !== "p99" &&
+    t.against === name
+  );
   const text = `${ratio.toFixed(2)}×`;
-  if (!target) return text;
+  if (!target || !("min" in target)) return text;
   return `${text} (target ≥ ${target.min}: ${target.met ? "met" : "MISSED"})`;
 }
 
@@ -88,7 +95,7 @@ export function workloadTable(w: WorkloadResult): string {
   lines.push(`Load: ${w.load}. Checked: ${w.checks}.`, "");
   for (const note of w.notes ?? []) lines.push(`Note: ${note}`, "");
   lines.push(
-    "| contender | req/s | p50 ms | p99 ms | peak RSS MiB | server CPU µs/req | ours ÷ it (req/s) | ours ÷ it (CPU/req) | failed checks |",
+    "| contender | req/s | p50 ms | p99 ms | peak memory MiB | server CPU µs/req | ours ÷ it (req/s) | ours ÷ it (CPU/req) | failed checks |",
     "|---|---:|---:|---:|---:|---:|---|---:|---:|",
   );
   for (const c of w.contenders) {
@@ -127,10 +134,7 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
       continue;
     }
     for (const t of w.targets) {
-      summary.push(
-        `| ${w.title} | ${t.against} | ${t.ratio === undefined ? "-" : t.ratio.toFixed(2)}× | ` +
-          `≥ ${t.min}× | ${t.met ? "met" : "MISSED"} |`,
-      );
+      summary.push(`| ${w.title} | ${targetRow(t)} | ${t.met ? "met" : "MISSED"} |`);
     }
     // A peer against the ceiling, for information (e.g. graphql-yoga ÷ raw Deno.serve).
     const ceiling = w.contenders.find((c) => c.role === "ceiling");
@@ -151,6 +155,20 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
     "",
   ]
     .join("\n");
+}
+
+/** The middle cells of a target's summary row: what is compared, the measure, the target. */
+function targetRow(t: WorkloadResult["targets"][number]): string {
+  const value = (unit: string) =>
+    t.ratio === undefined ? "-" : `${t.ratio.toFixed(unit === " MiB" ? 0 : 2)}${unit}`;
+  switch (t.measure) {
+    case "memory":
+      return `(peak memory of ours, MiB) | ${value(" MiB")} | ≤ ${t.max} MiB`;
+    case "p99":
+      return `${t.against} (p99 latency: ours ÷ it) | ${value("×")} | ≤ ${t.max}×`;
+    default:
+      return `${t.against} | ${value("×")} | ≥ ${t.min}×`;
+  }
 }
 
 /** The scaling run's summary: server CPU per request of every row, to read growth at a glance. */

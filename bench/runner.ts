@@ -16,6 +16,8 @@ export interface Measurement {
   peakRssMiB?: number;
   /** Peak RSS of each process when the server runs several (e.g. a supervised gRPC child). */
   peakRssEachMiB?: number[];
+  /** File pages resident in the tree, counted once, when the server runs several processes. */
+  peakSharedMiB?: number;
   notes?: string[];
 }
 
@@ -24,6 +26,7 @@ export interface Finish {
   peakRssMiB: number;
   /** Peak RSS of each process when the server runs several (e.g. a supervised gRPC child). */
   peakRssEachMiB?: number[];
+  peakSharedMiB?: number;
   failures?: number;
   notes?: string[];
 }
@@ -41,11 +44,15 @@ export interface Contender {
   finish(): Promise<Finish>;
 }
 
-/** A target: ours ÷ `against` ≥ `min`, by the median of per-round ratios. */
-export interface Target {
-  against: string;
-  min: number;
-}
+/**
+ * A target, judged on ours. By req/s (the default): ours ÷ `against` ≥ `min`, by the median of
+ * per-round ratios. By p99: ours' p99 ÷ `against`'s ≤ `max`, also the median of per-round
+ * ratios. By memory: ours' peak memory (MiB, the highest round) ≤ `max`.
+ */
+export type Target =
+  | { measure?: "rps"; against: string; min: number }
+  | { measure: "p99"; against: string; max: number }
+  | { measure: "memory"; max: number };
 
 /** A workload: the same load against each contender, alternating order each round. */
 export interface Workload {
@@ -73,6 +80,8 @@ export interface ContenderResult {
   peakRssMiB: number;
   /** Per process, from the round with the highest total, when the server runs several. */
   peakRssEachMiB?: number[];
+  /** The file pages they share, counted once, from the same round. */
+  peakSharedMiB?: number;
   cpuUsPerRequest: number;
   requests: number;
   failures: number;
@@ -95,6 +104,7 @@ export interface WorkloadResult {
   error?: string;
   notes?: string[];
   contenders: ContenderResult[];
+  /** `ratio`: what was measured against the target (MiB for memory). */
   targets: (Target & { ratio: number | undefined; met: boolean })[];
 }
 
@@ -164,10 +174,9 @@ export async function runWorkload(
     const failed = ms.find((m) => m.failures > 0);
     const highest = ms.filter((m) => (m.peakRssEachMiB?.length ?? 0) > 1)
       .sort((a, b) => (b.peakRssMiB ?? 0) - (a.peakRssMiB ?? 0))[0];
-    const each = highest?.peakRssEachMiB ??
-      (roundRss.length === 0 && (fin?.peakRssEachMiB?.length ?? 0) > 1
-        ? fin?.peakRssEachMiB
-        : undefined);
+    const fromFinish = roundRss.length === 0 && (fin?.peakRssEachMiB?.length ?? 0) > 1;
+    const each = highest?.peakRssEachMiB ?? (fromFinish ? fin?.peakRssEachMiB : undefined);
+    const shared = highest ? highest.peakSharedMiB : fromFinish ? fin?.peakSharedMiB : undefined;
     result.contenders.push({
       name: c.name,
       role: c.role,
@@ -176,6 +185,7 @@ export async function runWorkload(
       p99Ms: median(ms.map((m) => m.p99Ms)),
       peakRssMiB: roundRss.length > 0 ? Math.max(...roundRss) : fin?.peakRssMiB ?? NaN,
       ...(each ? { peakRssEachMiB: each } : {}),
+      ...(shared !== undefined ? { peakSharedMiB: shared } : {}),
       cpuUsPerRequest: median(ms.map((m) => m.cpuUsPerRequest ?? NaN)),
       requests: ms.reduce((sum, m) => sum + m.requests, 0),
       failures: ms.reduce((sum, m) => sum + m.failures, 0) + (fin?.failures ?? 0),
@@ -188,9 +198,32 @@ export async function runWorkload(
   }
   const oursResult = result.contenders.find((c) => c.role === "ours");
   for (const target of workload.targets) {
+    if (target.measure === "memory") {
+      const mib = oursResult?.peakRssMiB;
+      const ratio = mib !== undefined && Number.isFinite(mib) ? mib : undefined;
+      const clean = (oursResult?.failures ?? 1) === 0;
+      result.targets.push({
+        ...target,
+        ratio,
+        met: ratio !== undefined && ratio <= target.max && clean,
+      });
+      continue;
+    }
     const other = result.contenders.find((c) => c.name === target.against);
-    const ratio = other?.ratio;
     const clean = (oursResult?.failures ?? 1) === 0 && (other?.failures ?? 1) === 0;
+    if (target.measure === "p99") {
+      const ratios = (other?.rounds ?? [])
+        .map((m, i) => (oursResult?.rounds[i]?.p99Ms ?? NaN) / m.p99Ms)
+        .filter((x) => Number.isFinite(x));
+      const ratio = ratios.length > 0 ? median(ratios) : undefined;
+      result.targets.push({
+        ...target,
+        ratio,
+        met: ratio !== undefined && ratio <= target.max && clean,
+      });
+      continue;
+    }
+    const ratio = other?.ratio;
     result.targets.push({
       ...target,
       ratio,

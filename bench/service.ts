@@ -1,4 +1,4 @@
-import { cpuSeconds, peakRssEachMiB, peakRssMiB } from "./proc.ts";
+import { cpuSeconds, peakTreeMemory } from "./proc.ts";
 import { pinned } from "./tools.ts";
 
 /** A server or peer started by the bench as its own process. */
@@ -7,10 +7,12 @@ export interface Service {
   pid: number;
   /** The `listening` line the process printed (holds its bound URLs, e.g. `http`, `grpc`). */
   listening: Record<string, unknown>;
-  /** Peak resident set size so far in MiB (VmHWM), or NaN when /proc is unavailable. */
-  peakRssMiB(): Promise<number>;
-  /** Peak RSS of each process of its tree in MiB, itself first (e.g. a supervised child next). */
-  peakRssEachMiB(): Promise<number[]>;
+  /**
+   * Peak memory so far in MiB, each page counted once (proc.ts, peakTreeMemory): `total`, and
+   * for a tree of processes (a supervised child) each one's own part and the file pages they
+   * share. NaN when /proc is unavailable.
+   */
+  peakMemory(): Promise<{ total: number; each: number[]; shared: number }>;
   /** Lines written to stdout so far (the server's JSON log: one access-log line per request). */
   stdoutLines(): number;
   /** How often each of the spec's `markers` appeared on stdout so far. */
@@ -95,8 +97,7 @@ export async function startService(spec: ServiceSpec): Promise<Service> {
     name: spec.name,
     pid: child.pid,
     listening: found,
-    peakRssMiB: () => peakRssMiB(child.pid),
-    peakRssEachMiB: () => peakRssEachMiB(child.pid),
+    peakMemory: () => peakTreeMemory(child.pid),
     stdoutLines: () => lines,
     markerCount: (marker) => markers.get(marker) ?? 0,
     head: () => head,

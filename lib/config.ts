@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ConfigError } from "./config_error.ts";
 
 const port = z.string().regex(/^[0-9]{1,5}$/, "must be a port number from 0 to 65535")
   .transform(Number)
@@ -20,6 +21,10 @@ const ConfigSchema = z.object({
   GRPC_HANDSHAKE_TIMEOUT_S: positiveInt.refine((n) => n <= 300, "must be at most 300").default(5),
   GRPC_IDLE_TIMEOUT_S: positiveInt.refine((n) => n <= 86400, "must be at most 86400 (a day)")
     .default(300),
+  GRPC_CHILD_DENO_FLAGS: z.string().regex(
+    /^\s*(--\S+(\s+--\S+)*)?\s*$/,
+    "must be `deno run` flags separated by spaces, each starting with --",
+  ).optional(),
   HOST: z.string().min(1).default("0.0.0.0"),
   KV_PATH: z.string().min(1).default("data/kv.sqlite3"),
   BOOKS_FILE: z.string().min(1).optional(),
@@ -114,6 +119,11 @@ export interface Config {
   grpcTls: { certFile: string; keyFile: string } | undefined;
   /** The gRPC listener's connection hygiene (`GRPC_MAX_CONNECTIONS_PER_CLIENT`, `GRPC_*_TIMEOUT_S`). */
   grpcConnections: GrpcConnectionConfig;
+  /**
+   * `GRPC_CHILD_DENO_FLAGS`: extra `deno run` flags of the gRPC child process, for profiling
+   * (`--cpu-prof`, `--v8-flags=--trace-gc`, `--inspect`); empty by default.
+   */
+  grpcChildFlags: string[];
   host: string;
   /** A file path, `:memory:`, or a KV Connect URL; ignored when `kvPlatform` is true. */
   kvPath: string;
@@ -190,9 +200,7 @@ export interface GraphqlConfig {
 }
 
 /** Thrown when an environment variable is invalid; the message names the variable. */
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+export { ConfigError } from "./config_error.ts";
 
 /** Reads and validates the configuration from environment variables. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
@@ -253,6 +261,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       handshakeTimeoutMs: c.GRPC_HANDSHAKE_TIMEOUT_S * 1000,
       idleTimeoutMs: c.GRPC_IDLE_TIMEOUT_S * 1000,
     },
+    grpcChildFlags: c.GRPC_CHILD_DENO_FLAGS?.trim().split(/\s+/).filter((f) => f !== "") ?? [],
     host: c.HOST,
     kvPath: c.KV_PATH,
     deploymentId: c.DENO_DEPLOYMENT_ID,

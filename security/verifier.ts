@@ -6,7 +6,8 @@ import {
   jwtVerify,
   type JWTVerifyGetKey,
 } from "jose";
-import { type AuthConfig, ConfigError } from "../lib/config.ts";
+import type { AuthConfig } from "../lib/config.ts";
+import { ConfigError } from "../lib/config_error.ts";
 import { stringBytes } from "../lib/cache_bytes.ts";
 import { createTokenCache, type TokenCache } from "./token_cache.ts";
 

@@ -27,6 +27,11 @@ export interface RunningServer {
 export interface ServerOptions {
   logger?: Logger;
   /**
+   * The logger writes to this process's stdout (without a logger: true). The supervised gRPC
+   * child then writes its log lines to the same stdout itself instead of through this process.
+   */
+  logToStdout?: boolean;
+  /**
    * Wraps the KV handle under everything else (the storage guard included), the way a failing
    * disk would sit under it: tests inject storage faults with it.
    */
@@ -44,6 +49,7 @@ export async function startServer(
   options: ServerOptions = {},
 ): Promise<RunningServer> {
   const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const logToStdout = options.logToStdout ?? options.logger === undefined;
   let shuttingDown = false;
   // Ready once every listener serves and the `listening` line is out; a supervised gRPC child
   // that is down or restarting makes the process not ready again.
@@ -73,14 +79,18 @@ export async function startServer(
         ...config.grpcConnections,
       };
       grpc = config.grpcIsolation === "process"
-        ? await startSupervisedGrpc({
-          ...listen,
-          kvPath: config.kvPath,
-          booksFile: config.booksFile,
-          logLevel: config.logLevel,
-          auth: config.auth,
-          rateLimit: config.rateLimit,
-        }, logger)
+        ? await startSupervisedGrpc(
+          {
+            ...listen,
+            kvPath: config.kvPath,
+            booksFile: config.booksFile,
+            logLevel: config.logLevel,
+            auth: config.auth,
+            rateLimit: config.rateLimit,
+          },
+          logger,
+          { logToStdout, denoFlags: config.grpcChildFlags, books: books.list() },
+        )
         : await startGrpcListener(listen, { books, logger, gate });
     } catch (error) {
       await http.shutdown();

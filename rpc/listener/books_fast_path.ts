@@ -21,8 +21,6 @@ const GRPC_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 // Timeouts of a millisecond or more: an answer from memory is sent well within them. Shorter
 // ones, and malformed ones (which Connect rejects), take the full path.
 const PLAIN_TIMEOUT = /^[1-9][0-9]{0,7}[HMSm]$/;
-// An empty BooksRequest in an uncompressed envelope: what every client sends.
-const EMPTY_ENVELOPE = Buffer.alloc(5);
 
 /**
  * Answers unary gRPC `books` calls straight on the HTTP/2 stream, with the framed response
@@ -50,9 +48,18 @@ export function booksFastPath(deps: {
   const { books, logger } = deps;
   // A catalogue that cannot be read fails the call in Connect's handler, where every error is
   // rendered and logged as for any other method.
-  function tryFrame(): Uint8Array | undefined {
+  // The frame as a Buffer, made once per frame: node:http2 wraps any other Uint8Array in a new
+  // Buffer on every write.
+  let frame: Uint8Array | undefined;
+  let frameBuffer: Buffer | undefined;
+  function tryFrame(): Buffer | undefined {
     try {
-      return booksAnswer(books).frame();
+      const current = booksAnswer(books).frame();
+      if (current !== frame) {
+        frame = current;
+        frameBuffer = Buffer.from(current.buffer, current.byteOffset, current.byteLength);
+      }
+      return frameBuffer;
     } catch {
       return undefined;
     }
@@ -72,7 +79,8 @@ export function booksFastPath(deps: {
       "x-request-id": requestId,
       ...deps.headersOf?.(stream),
     }, { waitForTrailers: true });
-    stream.once("wantTrailers", sendOkTrailers);
+    // `on`, not `once`, for events a stream emits once: no wrapper to allocate and remove.
+    stream.on("wantTrailers", sendOkTrailers);
     stream.end(body);
     // Deno traces node:http2 streams but makes no span active here: the call gets its own.
     const span = TRACING
@@ -105,11 +113,10 @@ export function booksFastPath(deps: {
       if (size > MAX_MESSAGE_BYTES + 5) handOver(true);
     };
     const onEnd = () => {
-      const body = size === 5 && Buffer.concat(chunks, 5).equals(EMPTY_ENVELOPE) && tryFrame();
-      if (body) {
-        stream.off("data", onData);
-        answer(stream, body, requestId, started, headers);
-      } else handOver(false);
+      const body = size === 5 && isEmptyEnvelope(chunks) && tryFrame();
+      // After `end` no `data` comes: the listener is left for the stream to drop.
+      if (body) answer(stream, body, requestId, started, headers);
+      else handOver(false);
     };
     function handOver(unread: boolean) {
       stream.off("data", onData);
@@ -121,13 +128,19 @@ export function booksFastPath(deps: {
       void serveFallback(stream, headers, chunks, requestId, deps.fallback);
     }
     stream.on("data", onData);
-    stream.once("end", onEnd);
+    stream.on("end", onEnd);
     return true;
   };
 }
 
+/** Whether five bytes read in `chunks` are an uncompressed envelope of an empty message. */
+function isEmptyEnvelope(chunks: readonly Buffer[]): boolean {
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, 5);
+  return bytes.length === 5 && bytes.every((byte) => byte === 0);
+}
+
 function sendOkTrailers(this: http2.ServerHttp2Stream) {
-  this.sendTrailers({ "grpc-status": "0" });
+  if (this.sentTrailers === undefined) this.sendTrailers({ "grpc-status": "0" });
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {

@@ -116,15 +116,18 @@ export function guardConnections(limits: ConnectionLimits, refusals: RefusalLog)
     session.once("remoteSettings", settled(1));
     session.once("localSettings", settled(2));
 
+    // One handler per connection, added with `on` (a stream closes once): nothing is allocated
+    // per stream.
+    const closed = () => {
+      tracked.open--;
+      tracked.lastActive = Date.now();
+      if (tracked.open === 0 && tracked.timer === undefined) {
+        idleAfter(session, tracked, limits.idleTimeoutMs);
+      }
+    };
     session.on("stream", (stream: http2.ServerHttp2Stream) => {
       tracked.open++;
-      stream.once("close", () => {
-        tracked.open--;
-        tracked.lastActive = Date.now();
-        if (tracked.open === 0 && tracked.timer === undefined) {
-          idleAfter(session, tracked, limits.idleTimeoutMs);
-        }
-      });
+      stream.on("close", closed);
     });
     idleAfter(session, tracked, limits.idleTimeoutMs);
 

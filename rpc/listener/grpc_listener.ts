@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { ConfigError } from "../../lib/config.ts";
+import { ConfigError } from "../../lib/config_error.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { BookStore } from "../../store/books.ts";
 import { createHealthState, ServingStatus } from "../connect/health_service.ts";

@@ -1,19 +1,17 @@
 /**
- * Entry point of the gRPC listener's own process (see grpc_supervisor.ts). It loads the
- * catalogue from the same KV as the HTTP process, serves it over HTTP/2, and reports its bound
- * URL as a `grpc listening` log line on stdout. It stops gracefully on SIGTERM, or when its
- * stdin closes (the HTTP process is gone), so it never outlives its supervisor.
+ * Entry point of the gRPC listener's own process (see grpc_supervisor.ts). It serves the
+ * catalogue the HTTP process hands it on stdin (or, started without one, loads it from the same
+ * KV itself) over HTTP/2, and reports its bound URL as a `grpc listening` log line on stdout. It
+ * stops gracefully on SIGTERM, or when its stdin closes (the HTTP process is gone), so it never
+ * outlives its supervisor.
  */
-import {
-  type AuthConfig,
-  ConfigError,
-  type GrpcConnectionConfig,
-  type RateLimitConfig,
-} from "../../lib/config.ts";
+import type { AuthConfig, GrpcConnectionConfig, RateLimitConfig } from "../../lib/config.ts";
+import { ConfigError } from "../../lib/config_error.ts";
+import type { Book } from "../../lib/schemas.ts";
 import { openGate } from "../../security/gate.ts";
 import { createLogger, type LogLevel } from "../../lib/log.ts";
-import { openBookStore } from "../../store/books.ts";
-import { DEFAULT_BOOKS, openKv, readCatalogue } from "../../store/kv/open.ts";
+import { writeLinesToStdout } from "../../lib/stdout_lines.ts";
+import { type BookStore, createBookStore, openBookStore } from "../../store/books.ts";
 import { startGrpcListener } from "../listener/grpc_listener.ts";
 import { installLastResort } from "./last_resort.ts";
 
@@ -28,6 +26,11 @@ export interface GrpcChildConfig extends Partial<GrpcConnectionConfig> {
   /** The gate's settings: this process runs its own gate (its own rate-limit buckets). */
   auth: AuthConfig | undefined;
   rateLimit: RateLimitConfig | undefined;
+  /**
+   * The supervisor writes the catalogue it serves to stdin, as one line of JSON; else the child
+   * reads `booksFile` and `kvPath` itself.
+   */
+  catalogueOnStdin?: boolean;
 }
 
 /** Exit code of a child that stopped itself because too many errors escaped (EX_SOFTWARE). */
@@ -36,13 +39,20 @@ export const EXIT_UNTRUSTED = 70;
 /** Environment variable carrying the child's configuration. */
 export const CHILD_CONFIG_ENV = "GRPC_CHILD_CONFIG";
 
+/**
+ * Starts the line on stderr that tells the supervisor the child listens (JSON with `grpc`, the
+ * bound URL, follows). Its stdout may be the server's own, which the supervisor does not read.
+ */
+export const READY_MARKER = "grpc child ready ";
+
 async function runChild(config: GrpcChildConfig): Promise<void> {
-  const logger = createLogger({ level: config.logLevel });
+  // stdout may be shared with the supervisor's process: lines are written whole.
+  const logger = createLogger({ level: config.logLevel, write: writeLinesToStdout });
+  const pipe = readSupervisorPipe();
   const gate = await openGate(config);
-  const seed = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
-  const kv = await openKv(config.kvPath);
-  // The catalogue is read-only and kept in memory, so KV is closed once it is loaded.
-  const books = await openBookStore(kv, seed).finally(() => kv.close());
+  const books = config.catalogueOnStdin
+    ? createBookStore(await pipe.catalogue)
+    : await loadCatalogue(config);
   const listener = await startGrpcListener(
     {
       port: config.port,
@@ -56,6 +66,9 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   );
   logger.always("grpc listening", { grpc: listener.url, pid: Deno.pid });
   logger.flush();
+  // After the line above is written: no reader of the log sees the server ready before it.
+  const ready = `${READY_MARKER}${JSON.stringify({ grpc: listener.url })}\n`;
+  Deno.stderr.writeSync(new TextEncoder().encode(ready));
 
   let stopping = false;
   const stop = async (code = 0) => {
@@ -72,10 +85,60 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   Deno.addSignalListener("SIGINT", () => {});
   Deno.addSignalListener("SIGTERM", () => void stop());
   // stdin is a pipe from the supervisor: EOF means it is gone.
-  (async () => {
-    for await (const _ of Deno.stdin.readable) { /* nothing is sent */ }
-    await stop();
+  void pipe.closed.then(() => stop());
+}
+
+/**
+ * The supervisor's pipe on stdin: the catalogue's JSON on its first line, when the supervisor
+ * hands it over, then nothing until the supervisor goes.
+ *
+ * Why handed over: the HTTP process has loaded and validated the catalogue already; reading it
+ * again here took this process's own copy of KV and of the validation library (about 10 MiB of
+ * memory, docs/bench.md), and with an in-memory KV the two processes would not share a store.
+ */
+function readSupervisorPipe(): { catalogue: Promise<Book[]>; closed: Promise<void> } {
+  let resolveCatalogue!: (books: Book[]) => void;
+  let rejectCatalogue!: (error: Error) => void;
+  const catalogue = new Promise<Book[]>((resolve, reject) => {
+    resolveCatalogue = resolve;
+    rejectCatalogue = reject;
+  });
+  catalogue.catch(() => {}); // awaited only when handed over
+  const closed = (async () => {
+    const chunks: Uint8Array[] = [];
+    let lineDone = false;
+    for await (const chunk of Deno.stdin.readable) {
+      if (lineDone) continue;
+      const end = chunk.indexOf(0x0a);
+      chunks.push(end === -1 ? chunk : chunk.subarray(0, end));
+      if (end === -1) continue;
+      lineDone = true;
+      const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+      let at = 0;
+      for (const c of chunks) {
+        bytes.set(c, at);
+        at += c.byteLength;
+      }
+      chunks.length = 0;
+      try {
+        resolveCatalogue(JSON.parse(new TextDecoder().decode(bytes)) as Book[]);
+      } catch (error) {
+        rejectCatalogue(error as Error);
+      }
+    }
+    if (!lineDone) rejectCatalogue(new Error("the supervisor closed stdin before the catalogue"));
   })();
+  return { catalogue, closed };
+}
+
+/** The catalogue read from BOOKS_FILE and KV, as the HTTP process does (a child on its own). */
+async function loadCatalogue(config: GrpcChildConfig): Promise<BookStore> {
+  // Loaded only here: validating the seed file takes the configuration schema's library.
+  const { DEFAULT_BOOKS, openKv, readCatalogue } = await import("../../store/kv/open.ts");
+  const seed = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
+  const kv = await openKv(config.kvPath);
+  // The catalogue is read-only and kept in memory, so KV is closed once it is loaded.
+  return await openBookStore(kv, seed).finally(() => kv.close());
 }
 
 if (import.meta.main) {

@@ -3,7 +3,8 @@ import { ConfigError } from "../../lib/config.ts";
 import type { Logger } from "../../lib/log.ts";
 import { sleep } from "../../store/kv/retry.ts";
 import { recordStderr, type StderrRecord } from "./child_stderr.ts";
-import { CHILD_CONFIG_ENV, type GrpcChildConfig } from "./grpc_child.ts";
+import type { Book } from "../../lib/schemas.ts";
+import { CHILD_CONFIG_ENV, type GrpcChildConfig, READY_MARKER } from "./grpc_child.ts";
 
 /** The gRPC listener running in its own, supervised process. */
 export interface SupervisedGrpc {
@@ -21,13 +22,14 @@ const STOP_TIMEOUT_MS = 15_000;
 const LISTENING = '"msg":"grpc listening"';
 const MAX_RESTART_DELAY_MS = 5_000;
 const HEALTHY_AFTER_MS = 30_000;
-// The child's V8 heap. Under multiplexed load V8's defaults let the young generation grow to
-// 3 x 16 MiB and the old one to several times the live data (per-call objects promoted while
-// their calls are in flight wait for a major GC), so the child's memory grows to a multiple of
-// its idle size. Smaller semi-spaces and less heap growth before the next major GC keep it near
-// its idle size; semi-spaces smaller than these would spend more CPU in GC (measurements:
-// docs/bench.md, "gRPC under multiplexed load").
-const CHILD_V8_FLAGS = "--v8-flags=--max-semi-space-size=8,--heap-growing-percent=20";
+// The child's V8 heap. With V8's defaults its RSS grows to several times its idle size under
+// multiplexed load: a young generation of up to 3 x 16 MiB, and per-call objects promoted while
+// their calls are in flight piling up in the old one. Small semi-spaces keep the young
+// generation small (and in the CPU's cache: it cost less CPU per call than larger ones), and
+// letting the old generation double before the next major GC, instead of growing by a fifth,
+// makes major GCs rare. Measured in docs/bench.md ("gRPC: where a call's time goes").
+const CHILD_V8_FLAGS = ["--max-semi-space-size=2", "--heap-growing-percent=100"];
+const V8_FLAGS = "--v8-flags=";
 
 interface Child {
   process: Deno.ChildProcess;
@@ -42,14 +44,38 @@ interface Child {
 export interface SupervisorOptions {
   /** The child's entry module (default rpc/process/grpc_child.ts; tests use one that fails on purpose). */
   entry?: string;
+  /**
+   * The logger writes to this process's stdout. The child then writes its log lines there
+   * itself (its stdout is this process's) instead of passing each through this process, which
+   * would otherwise read, copy and write every `rpc` line on the same CPU as the listener.
+   */
+  logToStdout?: boolean;
+  /** Extra `deno run` flags of the child (`GRPC_CHILD_DENO_FLAGS`: profiling, tracing). */
+  denoFlags?: string[];
+  /**
+   * The catalogue this process serves, handed to the child on its stdin; without it the child
+   * reads the seed file and KV itself (and may write KV's directory).
+   */
+  books?: readonly Book[];
 }
 
-function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Child {
-  const isFile = config.kvPath !== ":memory:" && !/^https?:\/\//.test(config.kvPath);
+function spawnChild(config: GrpcChildConfig, logger: Logger, options: SupervisorOptions): Child {
+  const entry = options.entry ?? CHILD;
+  const relay = !options.logToStdout;
+  const books = options.books;
+  const isFile = books === undefined && config.kvPath !== ":memory:" &&
+    !/^https?:\/\//.test(config.kvPath);
+  const extra = options.denoFlags ?? [];
+  // Deno keeps only the last --v8-flags: the extra V8 flags go after the child's own.
+  const v8 = [
+    ...CHILD_V8_FLAGS,
+    ...extra.flatMap((f) => f.startsWith(V8_FLAGS) ? [f.slice(V8_FLAGS.length)] : []),
+  ];
   const process = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
-      CHILD_V8_FLAGS,
+      `${V8_FLAGS}${v8.join(",")}`,
+      ...extra.filter((f) => !f.startsWith(V8_FLAGS)),
       "--config",
       DENO_JSON,
       "--allow-net",
@@ -59,17 +85,27 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Chi
       entry,
     ],
     // NO_COLOR: the child's stderr is read as text (its crash report goes into a log line).
-    env: { [CHILD_CONFIG_ENV]: JSON.stringify(config), NO_COLOR: "1" },
+    env: {
+      [CHILD_CONFIG_ENV]: JSON.stringify({ ...config, catalogueOnStdin: books !== undefined }),
+      NO_COLOR: "1",
+    },
     stdin: "piped",
-    stdout: "piped",
+    stdout: relay ? "piped" : "inherit",
     stderr: "piped",
   }).spawn();
 
+  if (books !== undefined) {
+    // One line; the pipe then stays open, and its end tells the child this process is gone.
+    const writer = process.stdin.getWriter();
+    writer.write(new TextEncoder().encode(`${JSON.stringify(books)}\n`))
+      .catch(() => {}) // a child that died at once: its death is reported below
+      .finally(() => writer.releaseLock());
+  }
   const stderr = recordStderr();
   let announced = false;
   let resolveReady!: (url: string) => void;
   const ready = new Promise<string>((resolve) => (resolveReady = resolve));
-  const pumpStdout = (async () => {
+  const pumpStdout = relay && (async () => {
     let pending = "";
     for await (const text of process.stdout.pipeThrough(new TextDecoderStream())) {
       pending += text;
@@ -89,10 +125,36 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, entry = CHILD): Chi
       }
     }
   })();
+  // The child's ready line is taken out of its stderr; with stdout inherited it announces the
+  // listener (the child wrote its `grpc listening` line to the shared stdout before it).
   const pumpStderr = (async () => {
+    let head = "";
+    let marked = false;
     for await (const text of process.stderr.pipeThrough(new TextDecoderStream())) {
-      stderr.append(text);
+      if (marked) {
+        stderr.append(text);
+        continue;
+      }
+      head += text;
+      for (let end = head.indexOf("\n"); end !== -1 && !marked; end = head.indexOf("\n")) {
+        const line = head.slice(0, end + 1);
+        head = head.slice(end + 1);
+        if (!line.startsWith(READY_MARKER)) {
+          stderr.append(line);
+          continue;
+        }
+        marked = true;
+        if (!relay) {
+          announced = true;
+          resolveReady(JSON.parse(line.slice(READY_MARKER.length)).grpc);
+        }
+      }
+      if (marked && head) {
+        stderr.append(head);
+        head = "";
+      }
     }
+    if (!marked && head) stderr.append(head);
   })();
   const exited = (async () => {
     const status = await process.status;
@@ -145,7 +207,7 @@ export async function startSupervisedGrpc(
   logger: Logger,
   options: SupervisorOptions = {},
 ): Promise<SupervisedGrpc> {
-  let current = spawnChild(config, logger, options.entry);
+  let current = spawnChild(config, logger, options);
   let url: string;
   try {
     url = await current.ready;
@@ -179,7 +241,7 @@ export async function startSupervisedGrpc(
       });
       await sleep(delay);
       if (stopping) return;
-      current = spawnChild(fixed, logger, options.entry);
+      current = spawnChild(fixed, logger, options);
       try {
         await current.ready;
         serving = !stopping;
