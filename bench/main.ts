@@ -37,6 +37,17 @@ async function main(): Promise<number> {
       return 2;
     }
   }
+  if (opts.baseline) {
+    try {
+      await Deno.stat(`${opts.baseline}/main.ts`);
+      await Deno.stat(`${opts.baseline}/node_modules`);
+    } catch {
+      log(
+        `BENCH_BASELINE=${opts.baseline}: no main.ts or node_modules (run \`deno install\` there)`,
+      );
+      return 2;
+    }
+  }
   await pinSelf(tools.clientCpus);
   const tmp = await Deno.makeTempDir({ prefix: "books-bench-" });
   const ctx: BenchContext = { root: ROOT, tmp, opts, tools };

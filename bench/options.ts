@@ -13,6 +13,12 @@ export interface BenchOptions {
    * `grpc`); empty runs all.
    */
   only: string[];
+  /**
+   * Another checkout of this project (BENCH_BASELINE, e.g. a `git worktree` of the commit before
+   * a change), run as one more contender in the workloads it can serve, so before and after are
+   * measured alternately in the same run.
+   */
+  baseline?: string;
 }
 
 function positive(env: Record<string, string>, name: string, fallback: number): number {
@@ -33,6 +39,7 @@ export function readOptions(env: Record<string, string>, scale = false): BenchOp
     rounds: Math.round(positive(env, "BENCH_ROUNDS", scale ? 2 : 3)),
     connections: Math.round(positive(env, "BENCH_CONNECTIONS", 64)),
     only: (env.BENCH_ONLY ?? "").split(",").map((s) => s.trim()).filter((s) => s !== ""),
+    ...(env.BENCH_BASELINE ? { baseline: env.BENCH_BASELINE.replace(/\/+$/, "") } : {}),
   };
 }
 

@@ -30,6 +30,8 @@ export const NAIVE = "naive KV loop, 64 workers";
 export const BARE_HTTP2 = "bare node:http2 on Deno";
 export const HONO = "Hono app (request-id, logger, etag)";
 export const GRPC_GO = "grpc-go (GOMAXPROCS=1)";
+/** The contender of BENCH_BASELINE: this project at another commit. */
+export const BASELINE = "ours, before";
 
 /** Issue 21: peak memory of ours in every workload, each page counted once (proc.ts). */
 const MEMORY_TARGET: Target = { measure: "memory", max: 120 };
@@ -103,6 +105,37 @@ export async function buildWorkloads(
   const bookCount = ref.bookBodies.size;
   const load = `wrk, ${ctx.opts.connections} connections, HTTP/1.1 keep-alive`;
 
+  // BENCH_BASELINE: the same server at another commit, started the same way, checked to give the
+  // same bodies; `ours ÷ it` is then the gain of the change.
+  const baselineRoot = ctx.opts.baseline;
+  const basePlace = baselineRoot ? { root: baselineRoot, serverCpus: place.serverCpus } : undefined;
+  const baseline = async () =>
+    startOurs(basePlace!, {
+      kvDir: await Deno.makeTempDir({ dir: ctx.tmp, prefix: "kv-base-" }),
+      name: BASELINE,
+      markers: [GRPC_RESTART],
+    });
+  const baselineNotes = baselineRoot
+    ? [`${BASELINE}: ${baselineRoot} at ${await commitOf(baselineRoot)}, run as ours is`]
+    : [];
+  const httpBaseline = (
+    path: string,
+    load: WrkLoad,
+    verify: NonNullable<Parameters<typeof httpContender>[0]["verify"]>,
+  ) =>
+    basePlace
+      ? [httpContender({
+        ctx,
+        name: BASELINE,
+        role: "peer",
+        start: baseline,
+        path,
+        load,
+        verify,
+        countLog: true,
+      })]
+      : [];
+
   const restLoad = { status: 200, lengths: [ref.restBooks.body.byteLength] };
   const restBooks: Workload = {
     id: "rest-books",
@@ -119,6 +152,11 @@ export async function buildWorkloads(
         load: restLoad,
       }),
       ...ceilings("/rest/books", restLoad),
+      ...httpBaseline(
+        "/rest/books",
+        restLoad,
+        sameBodies(new Map([["/rest/books", ref.restBooks]]), []),
+      ),
       httpContender({
         ctx,
         name: HONO,
@@ -156,6 +194,7 @@ export async function buildWorkloads(
         load: bookLoad,
       }),
       ...ceilings("/api/book/1", bookLoad),
+      ...httpBaseline("/api/book/1", bookLoad, sameBodies(ref.bookBodies, [])),
       httpContender({
         ctx,
         name: HONO,
@@ -191,10 +230,10 @@ export async function buildWorkloads(
     };
     const sameData = async (_: unknown, url: string) => {
       const got = await learnGraphql(url.replace(/\/graphql$/, ""), bookCount);
-      if ("skipped" in got) throw new Error(`graphql-yoga: ${got.skipped}`);
+      if ("skipped" in got) throw new Error(`${new URL(url).host}: ${got.skipped}`);
       const data = (b: Uint8Array) => JSON.stringify(JSON.parse(new TextDecoder().decode(b)).data);
       if (data(got.body) !== data(ourBody)) {
-        throw new Error("graphql-yoga's data differs from ours");
+        throw new Error(`${new URL(url).host}: its data differs from ours`);
       }
       return { lengths: [got.body.byteLength] };
     };
@@ -208,6 +247,7 @@ export async function buildWorkloads(
         load: gqlLoad,
       }),
       ...ceilings("/graphql", gqlLoad),
+      ...httpBaseline("/graphql", gqlLoad, sameData),
       httpContender({
         ctx,
         name: YOGA,
@@ -231,6 +271,16 @@ export async function buildWorkloads(
   const messageFile = `${ctx.tmp}/books_response.pb`;
   let grpcGoBinary: Promise<string> | undefined;
   type GrpcPeerSpec = Omit<Parameters<typeof grpcContender>[0], "name" | "role" | "start">;
+  const grpcBaseline = (spec: GrpcPeerSpec) =>
+    basePlace
+      ? [grpcContender({
+        ...spec,
+        name: BASELINE,
+        role: "peer",
+        start: baseline,
+        restartMarker: GRPC_RESTART,
+      })]
+      : [];
   const grpcGo = (spec: GrpcPeerSpec) => {
     if ("missing" in goToolchain) return [];
     const start = async () => {
@@ -271,6 +321,7 @@ export async function buildWorkloads(
         start: () => startGrpcJs(place, booksFile),
       }),
       ...grpcGo(grpcSpec),
+      ...grpcBaseline(grpcSpec),
     ],
     targets: [{ against: GRPC_JS, min: 1.3 }],
     notes: grpcGoNotes,
@@ -311,6 +362,7 @@ export async function buildWorkloads(
           start: () => startGrpcJs(place, booksFile),
         }),
         ...grpcGo(spec),
+        ...grpcBaseline(spec),
         grpcContender({
           ...spec,
           name: BARE_HTTP2,
@@ -358,6 +410,15 @@ export async function buildWorkloads(
         role: "info",
         once: true,
       }),
+      ...(basePlace
+        ? [postAddressesContender(ctx, {
+          bodyFile,
+          lengths: createdLengths(ref.created),
+          name: BASELINE,
+          role: "peer",
+          start: (kvDir) => startOurs(basePlace, { kvDir, name: BASELINE }),
+        })]
+        : []),
     ],
     targets: [{ against: NAIVE, min: 1.5 }],
   };
@@ -370,6 +431,22 @@ export async function buildWorkloads(
   });
   for (const workload of [restBooks, bookById, graphql, grpc, grpcMux, grpcLatency, addresses]) {
     workload.targets.push(MEMORY_TARGET);
+    workload.notes = [...workload.notes ?? [], ...baselineNotes];
   }
   return [restBooks, bookById, graphql, grpc, grpcMux, grpcLatency, addresses, ...serve];
+}
+
+/** The short commit a checkout is at, or "an unknown commit". */
+async function commitOf(root: string): Promise<string> {
+  try {
+    const out = await new Deno.Command("git", {
+      args: ["-C", root, "rev-parse", "--short", "HEAD"],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const commit = new TextDecoder().decode(out.stdout).trim();
+    return out.success && commit ? commit : "an unknown commit";
+  } catch {
+    return "an unknown commit";
+  }
 }
