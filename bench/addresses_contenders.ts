@@ -50,6 +50,11 @@ export function postAddressesContender(
     role?: Contender["role"];
     /** Starts the server under test on a KV directory (default: `deno task start`'s way). */
     start?: (kvDir: string) => Promise<Service>;
+    /**
+     * Starts a server on the same KV after the kill, to list what was stored (default: `deno task
+     * start`'s way); one that reads the KV's storage layout.
+     */
+    restart?: (kvDir: string) => Promise<Service>;
   },
 ): Contender {
   const place = { root: ctx.root, serverCpus: ctx.tools.serverCpus };
@@ -81,7 +86,8 @@ export function postAddressesContender(
       const memory = memoryOf(await server.peakMemory());
       await server.stop("SIGKILL");
       live.delete(server);
-      const again = await startOurs(place, { kvDir: dir, name: "ours (restarted)" });
+      const again = await (options.restart ??
+        ((kvDir: string) => startOurs(place, { kvDir, name: "ours (restarted)" })))(dir);
       live.add(again);
       const stored = await listedIds(httpUrlOf(again));
       await again.stop();

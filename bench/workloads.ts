@@ -417,6 +417,7 @@ export async function buildWorkloads(
           name: BASELINE,
           role: "peer",
           start: (kvDir) => startOurs(basePlace, { kvDir, name: BASELINE }),
+          restart: (kvDir) => startOurs(basePlace, { kvDir, name: `${BASELINE} (restarted)` }),
         })]
         : []),
     ],
