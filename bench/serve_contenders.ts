@@ -10,13 +10,15 @@ const SERVED = `deno serve --parallel, ${SERVE_WORKERS} workers`;
 const ONE_PROCESS = "one process (deno task start)";
 
 /**
- * The permission flags of `deno task serve`, read from deno.json (as startFlags does for
+ * The permission and V8 flags of `deno task serve`, read from deno.json (as startFlags does for
  * `start`); the temporary KV directory is added to the writable paths.
  */
 async function serveFlags(root: string, writable: string): Promise<string[]> {
   const config = JSON.parse(await Deno.readTextFile(`${root}/deno.json`));
   const task = String(config.tasks?.serve ?? "");
-  const words = task.split(/\s+/).filter((w) => w.startsWith("--allow-"));
+  const words = task.split(/\s+/).filter((w) =>
+    w.startsWith("--allow-") || w.startsWith("--v8-flags=")
+  );
   if (words.length === 0) throw new Error("deno.json has no `serve` task to take flags from");
   return words.map((w) => w.startsWith("--allow-write=") ? `${w},${writable}` : w);
 }
