@@ -27,8 +27,14 @@ const HEALTHY_AFTER_MS = 30_000;
 // their calls are in flight piling up in the old one. Small semi-spaces keep the young
 // generation small (and in the CPU's cache: it cost less CPU per call than larger ones), and
 // letting the old generation double before the next major GC, instead of growing by a fifth,
-// makes major GCs rare. Measured in docs/bench.md ("gRPC: where a call's time goes").
-const CHILD_V8_FLAGS = ["--max-semi-space-size=2", "--heap-growing-percent=100"];
+// makes major GCs rare. Without allocation-site pretenuring, objects of calls in flight are not
+// allocated straight into the old generation once V8 has seen such objects survive: about 10%
+// less CPU per call. Measured in docs/bench.md ("gRPC: where a call's time goes").
+const CHILD_V8_FLAGS = [
+  "--max-semi-space-size=2",
+  "--heap-growing-percent=100",
+  "--no-allocation-site-pretenuring",
+];
 const V8_FLAGS = "--v8-flags=";
 
 interface Child {
