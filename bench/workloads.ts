@@ -20,6 +20,7 @@ import {
 import { type Answer, BOOKS_QUERY, learnGraphql, type Reference } from "./reference.ts";
 import type { Target, Workload } from "./runner.ts";
 import { buildServeWorkloads } from "./serve_contenders.ts";
+import { baselineOf } from "./baseline.ts";
 
 /** Names of the contenders, as targets refer to them. */
 export const RAW = "raw Deno.serve";
@@ -30,8 +31,6 @@ export const NAIVE = "naive KV loop, 64 workers";
 export const BARE_HTTP2 = "bare node:http2 on Deno";
 export const HONO = "Hono app (request-id, logger, etag)";
 export const GRPC_GO = "grpc-go (GOMAXPROCS=1)";
-/** The contender of BENCH_BASELINE: this project at another commit. */
-export const BASELINE = "ours, before";
 
 /** Issue 21: peak memory of ours in every workload, each page counted once (proc.ts). */
 const MEMORY_TARGET: Target = { measure: "memory", max: 120 };
@@ -105,36 +104,7 @@ export async function buildWorkloads(
   const bookCount = ref.bookBodies.size;
   const load = `wrk, ${ctx.opts.connections} connections, HTTP/1.1 keep-alive`;
 
-  // BENCH_BASELINE: the same server at another commit, started the same way, checked to give the
-  // same bodies; `ours ÷ it` is then the gain of the change.
-  const baselineRoot = ctx.opts.baseline;
-  const basePlace = baselineRoot ? { root: baselineRoot, serverCpus: place.serverCpus } : undefined;
-  const baseline = async () =>
-    startOurs(basePlace!, {
-      kvDir: await Deno.makeTempDir({ dir: ctx.tmp, prefix: "kv-base-" }),
-      name: BASELINE,
-      markers: [GRPC_RESTART],
-    });
-  const baselineNotes = baselineRoot
-    ? [`${BASELINE}: ${baselineRoot} at ${await commitOf(baselineRoot)}, run as ours is`]
-    : [];
-  const httpBaseline = (
-    path: string,
-    load: WrkLoad,
-    verify: NonNullable<Parameters<typeof httpContender>[0]["verify"]>,
-  ) =>
-    basePlace
-      ? [httpContender({
-        ctx,
-        name: BASELINE,
-        role: "peer",
-        start: baseline,
-        path,
-        load,
-        verify,
-        countLog: true,
-      })]
-      : [];
+  const baseline = await baselineOf(ctx, place.serverCpus, GRPC_RESTART);
 
   const restLoad = { status: 200, lengths: [ref.restBooks.body.byteLength] };
   const restBooks: Workload = {
@@ -152,7 +122,7 @@ export async function buildWorkloads(
         load: restLoad,
       }),
       ...ceilings("/rest/books", restLoad),
-      ...httpBaseline(
+      ...baseline.http(
         "/rest/books",
         restLoad,
         sameBodies(new Map([["/rest/books", ref.restBooks]]), []),
@@ -194,7 +164,7 @@ export async function buildWorkloads(
         load: bookLoad,
       }),
       ...ceilings("/api/book/1", bookLoad),
-      ...httpBaseline("/api/book/1", bookLoad, sameBodies(ref.bookBodies, [])),
+      ...baseline.http("/api/book/1", bookLoad, sameBodies(ref.bookBodies, [])),
       httpContender({
         ctx,
         name: HONO,
@@ -247,7 +217,7 @@ export async function buildWorkloads(
         load: gqlLoad,
       }),
       ...ceilings("/graphql", gqlLoad),
-      ...httpBaseline("/graphql", gqlLoad, sameData),
+      ...baseline.http("/graphql", gqlLoad, sameData),
       httpContender({
         ctx,
         name: YOGA,
@@ -271,16 +241,6 @@ export async function buildWorkloads(
   const messageFile = `${ctx.tmp}/books_response.pb`;
   let grpcGoBinary: Promise<string> | undefined;
   type GrpcPeerSpec = Omit<Parameters<typeof grpcContender>[0], "name" | "role" | "start">;
-  const grpcBaseline = (spec: GrpcPeerSpec) =>
-    basePlace
-      ? [grpcContender({
-        ...spec,
-        name: BASELINE,
-        role: "peer",
-        start: baseline,
-        restartMarker: GRPC_RESTART,
-      })]
-      : [];
   const grpcGo = (spec: GrpcPeerSpec) => {
     if ("missing" in goToolchain) return [];
     const start = async () => {
@@ -321,7 +281,7 @@ export async function buildWorkloads(
         start: () => startGrpcJs(place, booksFile),
       }),
       ...grpcGo(grpcSpec),
-      ...grpcBaseline(grpcSpec),
+      ...baseline.grpc(grpcSpec),
     ],
     targets: [{ against: GRPC_JS, min: 1.3 }],
     notes: grpcGoNotes,
@@ -362,7 +322,7 @@ export async function buildWorkloads(
           start: () => startGrpcJs(place, booksFile),
         }),
         ...grpcGo(spec),
-        ...grpcBaseline(spec),
+        ...baseline.grpc(spec),
         grpcContender({
           ...spec,
           name: BARE_HTTP2,
@@ -410,16 +370,7 @@ export async function buildWorkloads(
         role: "info",
         once: true,
       }),
-      ...(basePlace
-        ? [postAddressesContender(ctx, {
-          bodyFile,
-          lengths: createdLengths(ref.created),
-          name: BASELINE,
-          role: "peer",
-          start: (kvDir) => startOurs(basePlace, { kvDir, name: BASELINE }),
-          restart: (kvDir) => startOurs(basePlace, { kvDir, name: `${BASELINE} (restarted)` }),
-        })]
-        : []),
+      ...baseline.addresses({ bodyFile, lengths: createdLengths(ref.created) }),
     ],
     targets: [{ against: NAIVE, min: 1.5 }],
   };
@@ -432,22 +383,7 @@ export async function buildWorkloads(
   });
   for (const workload of [restBooks, bookById, graphql, grpc, grpcMux, grpcLatency, addresses]) {
     workload.targets.push(MEMORY_TARGET);
-    workload.notes = [...workload.notes ?? [], ...baselineNotes];
+    workload.notes = [...workload.notes ?? [], ...baseline.notes];
   }
   return [restBooks, bookById, graphql, grpc, grpcMux, grpcLatency, addresses, ...serve];
-}
-
-/** The short commit a checkout is at, or "an unknown commit". */
-async function commitOf(root: string): Promise<string> {
-  try {
-    const out = await new Deno.Command("git", {
-      args: ["-C", root, "rev-parse", "--short", "HEAD"],
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    const commit = new TextDecoder().decode(out.stdout).trim();
-    return out.success && commit ? commit : "an unknown commit";
-  } catch {
-    return "an unknown commit";
-  }
 }
