@@ -100,6 +100,7 @@ Deno.test("KV file replaced by a restore under a running server: creates refused
         status: 503,
         code: "storage-unavailable",
       });
+      await waitForLine(server.lines, "kv file replaced");
       const lines = server.lines().filter((l) => l.msg === "kv file replaced");
       assert.equal(lines.length, 1);
       assert.equal(lines[0]!.path, kvPath);
