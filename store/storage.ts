@@ -1,7 +1,6 @@
 import type { Logger } from "../lib/log.ts";
 import type { Book } from "../lib/schemas.ts";
-import { openKv } from "./kv/open.ts";
-import { isKvFile } from "./kv/identity.ts";
+import { isKvFile, openKv } from "./kv/open.ts";
 import { explainKvWait } from "./kv/locks.ts";
 import { guardStorage, type StorageHealth } from "./kv/storage_health.ts";
 import { openStore, type Store } from "./store.ts";

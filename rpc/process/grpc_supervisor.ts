@@ -1,6 +1,7 @@
 import { dirname } from "node:path";
 import { ConfigError } from "../../lib/config.ts";
 import type { Logger } from "../../lib/log.ts";
+import { isKvFile } from "../../store/kv/open.ts";
 import { sleep } from "../../store/kv/retry.ts";
 import { recordStderr, type StderrRecord } from "./child_stderr.ts";
 import type { Book } from "../../lib/schemas.ts";
@@ -69,8 +70,7 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, options: Supervisor
   const entry = options.entry ?? CHILD;
   const relay = !options.logToStdout;
   const books = options.books;
-  const isFile = books === undefined && config.kvPath !== ":memory:" &&
-    !/^https?:\/\//.test(config.kvPath);
+  const isFile = books === undefined && isKvFile(config.kvPath);
   const extra = options.denoFlags ?? [];
   // Deno keeps only the last --v8-flags: the extra V8 flags go after the child's own.
   const v8 = [

@@ -29,11 +29,6 @@ interface FileId {
   ino: number;
 }
 
-/** True for a KV path that is a file of this machine (not `:memory:`, a URL, or the platform's). */
-export function isKvFile(path: string | undefined): path is string {
-  return path !== undefined && path !== ":memory:" && !/^https?:\/\//.test(path);
-}
-
 async function fileId(path: string): Promise<FileId | "deleted" | string> {
   try {
     const info = await Deno.stat(path);

@@ -30,6 +30,11 @@ export async function readCatalogue(path: string | URL): Promise<Book[]> {
  */
 export const OPEN_RETRY: RetryPolicy = { attempts: Infinity, baseDelayMs: 5, maxDelayMs: 1000 };
 
+/** True for a KV path that is a file of this machine (not `:memory:`, a URL, or the platform's). */
+export function isKvFile(path: string | undefined): path is string {
+  return path !== undefined && path !== ":memory:" && !/^https?:\/\//.test(path);
+}
+
 /**
  * Opens KV at a file path (creating its directory), `:memory:`, or a KV Connect URL; with no
  * path, the platform's KV (Deno Deploy; locally, the origin storage of the main module).
@@ -38,7 +43,7 @@ export async function openKv(
   path: string | undefined,
   retry: RetryPolicy = OPEN_RETRY,
 ): Promise<Deno.Kv> {
-  if (path !== undefined && path !== ":memory:" && !/^https?:\/\//.test(path)) {
+  if (isKvFile(path)) {
     await Deno.mkdir(dirname(path), { recursive: true });
   }
   // A second process opening the same file can briefly see "database is locked"; another that
