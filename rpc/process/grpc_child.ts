@@ -105,26 +105,20 @@ function readSupervisorPipe(): { catalogue: Promise<Book[]>; closed: Promise<voi
   });
   catalogue.catch(() => {}); // awaited only when handed over
   const closed = (async () => {
-    const chunks: Uint8Array[] = [];
+    let line = "";
     let lineDone = false;
-    for await (const chunk of Deno.stdin.readable) {
+    for await (const text of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
       if (lineDone) continue;
-      const end = chunk.indexOf(0x0a);
-      chunks.push(end === -1 ? chunk : chunk.subarray(0, end));
+      line += text;
+      const end = line.indexOf("\n");
       if (end === -1) continue;
       lineDone = true;
-      const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-      let at = 0;
-      for (const c of chunks) {
-        bytes.set(c, at);
-        at += c.byteLength;
-      }
-      chunks.length = 0;
       try {
-        resolveCatalogue(JSON.parse(new TextDecoder().decode(bytes)) as Book[]);
+        resolveCatalogue(JSON.parse(line.slice(0, end)) as Book[]);
       } catch (error) {
         rejectCatalogue(error as Error);
       }
+      line = "";
     }
     if (!lineDone) rejectCatalogue(new Error("the supervisor closed stdin before the catalogue"));
   })();
