@@ -100,9 +100,14 @@ export function parseAcceptLanguage(header: string): readonly LanguageRange[] {
 /** How `header` accepts `type` (a lower-cased `type/subtype`); no header accepts everything. */
 export function acceptance(header: string | null | undefined, type: string): Acceptance {
   if (header === null || header === undefined || header === "") return { q: 1, specificity: 0 };
+  return acceptanceIn(parseAccept(header), type);
+}
+
+/** How parsed ranges accept `type`: the q of the most specific matching range (RFC 9110 12.5.1). */
+function acceptanceIn(ranges: readonly MediaRange[], type: string): Acceptance {
   let q = 0;
   let specificity = -1;
-  for (const range of parseAccept(header)) {
+  for (const range of ranges) {
     const s = specificityFor(range, type);
     if (s === -1) continue;
     if (s > specificity) {
@@ -155,17 +160,7 @@ export function pickMediaType<T extends string>(
   let bestQ = 0;
   let bestSpecificity = -1;
   for (const offer of offers) {
-    // The q of an offer is that of its most specific matching range (RFC 9110 12.5.1).
-    let q = 0;
-    let specificity = -1;
-    for (const range of ranges) {
-      const s = specificityFor(range, offer);
-      if (s === -1) continue;
-      if (s > specificity) {
-        q = range.q;
-        specificity = s;
-      } else if (s === specificity && range.q > q) q = range.q;
-    }
+    const { q, specificity } = acceptanceIn(ranges, offer);
     if (q === 0) continue;
     if (
       q > bestQ ||
