@@ -80,7 +80,9 @@ export function createLogger(
     buffered = 0;
     write(text);
   }
-  if (options.write === undefined) globalThis.addEventListener("unload", flush);
+  // Whatever the sink (the server and the gRPC child pass a writer to stdout), buffered lines
+  // are written when the process ends.
+  if (!options.unbuffered) globalThis.addEventListener("unload", flush);
 
   function push(text: string) {
     if (options.unbuffered) return write(text);

@@ -37,3 +37,31 @@ Deno.test("access-log lines follow the level: none at warn", () => {
   logger.warn("kept");
   assert.deepEqual(lines().map((l) => l.msg), ["kept"]);
 });
+
+Deno.test("a process that ends on its own writes its buffered lines, whatever the writer", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const script = `${dir}/last_line.ts`;
+    await Deno.writeTextFile(
+      script,
+      `import { createLogger } from ${
+        JSON.stringify(new URL("../lib/log.ts", import.meta.url).href)
+      };
+import { writeLinesToStdout } from ${
+        JSON.stringify(new URL("../lib/stdout_lines.ts", import.meta.url).href)
+      };
+createLogger({ write: writeLinesToStdout }).info("last line");
+`,
+    );
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--no-config", "--allow-read", script],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const lines = new TextDecoder().decode(out.stdout).split("\n").filter(Boolean);
+    assert.deepEqual(lines.map((l) => JSON.parse(l).msg), ["last line"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
