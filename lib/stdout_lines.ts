@@ -2,6 +2,7 @@
 // with another process's writes to the same pipe.
 const PIPE_BUF = 4096;
 const NEWLINE = 0x0a;
+const encoder = new TextEncoder();
 
 /**
  * Writes whole log lines to stdout, in writes of at most PIPE_BUF bytes that each end at a line
@@ -13,7 +14,7 @@ const NEWLINE = 0x0a;
  * terminals never interleave one write with another.)
  */
 export function writeLinesToStdout(text: string): void {
-  writeLines(new TextEncoder().encode(text), (bytes) => Deno.stdout.writeSync(bytes));
+  writeLines(encoder.encode(text), (bytes) => Deno.stdout.writeSync(bytes));
 }
 
 /** The same, to any sink that may write only part of what it is given (for tests). */

@@ -19,7 +19,7 @@ import { routeAccess } from "../security/access.ts";
 export const BOOKS_PATH = "/rest/books";
 /** One book: the template, and the prefix its id follows. */
 export const BOOK_ROUTE = "/api/book/{id}";
-export const BOOK_PATH_PREFIX = "/api/book/";
+export const BOOK_PATH_PREFIX = BOOK_ROUTE.slice(0, BOOK_ROUTE.indexOf("{"));
 
 /**
  * The answer to a GET of a catalogue representation (the list or one book), the one both the
