@@ -43,6 +43,29 @@ export function startRawDeno(
   });
 }
 
+/**
+ * Plain `Deno.serve` reading addresses straight from Deno KV (bench/peers/raw_kv_addresses.ts),
+ * on the KV file `kvPath` (a copy of the one this server reads: each process has its own file).
+ */
+export function startRawKv(place: PeerPlace, kvPath: string, name: string): Promise<Service> {
+  const dir = kvPath.slice(0, kvPath.lastIndexOf("/"));
+  return startService({
+    name,
+    command: [
+      Deno.execPath(),
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      `--allow-write=${dir}`,
+      peer("raw_kv_addresses.ts"),
+    ],
+    env: { KV_PATH: kvPath },
+    cwd: place.root,
+    cpus: place.serverCpus,
+  });
+}
+
 /** graphql-yoga on Deno (bench/peers/yoga.ts). */
 export function startYoga(place: PeerPlace, booksFile: string): Promise<Service> {
   return startService({
