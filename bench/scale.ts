@@ -1,11 +1,9 @@
-import { ADDRESS_INPUT } from "./addresses_contenders.ts";
 import { type BenchContext, httpContender } from "./contenders.ts";
 import { httpUrlOf, startOurs } from "./ours.ts";
 import { startRawDeno, writeRoutes } from "./peer_services.ts";
 import { answer, BOOKS_QUERY, learnGraphql } from "./reference.ts";
 import type { Contender, Workload } from "./runner.ts";
-import { openAddressStore } from "../store/addresses.ts";
-import { openLayout } from "../store/layout/migrate.ts";
+import { seedAddresses } from "./seed_addresses.ts";
 
 /** Catalogue sizes of the scaling run. */
 export const BOOK_COUNTS = [10, 1_000, 10_000];
@@ -30,23 +28,6 @@ export function generateBooks(shipped: readonly Book[], count: number): Book[] {
 
 async function fetchBytes(url: string): Promise<Uint8Array> {
   return (await answer(await fetch(url), `GET ${url}`)).body;
-}
-
-/** Stores `count` addresses through the project's own address store (group commit). */
-async function seedAddresses(kvPath: string, count: number): Promise<void> {
-  const kv = await Deno.openKv(kvPath);
-  try {
-    // Marks the fresh KV with the current layout first, as a server would; one owner holds them
-    // all, past the default quota (the server started on it only reads).
-    const guard = await openLayout(kv, kvPath, { migrateOnStart: false });
-    const store = openAddressStore(kv, { maxBatch: 500, maxPerOwner: Infinity, guard });
-    for (let done = 0; done < count; done += 5_000) {
-      const n = Math.min(5_000, count - done);
-      await Promise.all(Array.from({ length: n }, () => store.create("", ADDRESS_INPUT)));
-    }
-  } finally {
-    kv.close();
-  }
 }
 
 /**

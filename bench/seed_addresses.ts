@@ -1,0 +1,71 @@
+// Stores addresses for the read workloads through the project's own address store, in-process:
+// the group commit POST /addresses uses, without HTTP, so seeding takes seconds. Run as a script
+// (`KV_PATH=… COUNT=… deno run --allow-all bench/seed_addresses.ts`) it seeds in its own process
+// and prints one JSON line with its time, CPU and peak memory, for the 1M-address scaling row.
+import { ADDRESS_INPUT } from "./addresses_contenders.ts";
+import { cpuSeconds } from "./proc.ts";
+import { openAddressStore } from "../store/addresses.ts";
+import { openLayout } from "../store/layout/migrate.ts";
+
+/** Creations in flight while seeding; the store commits them in batches of `SEED_BATCH`. */
+const IN_FLIGHT = 5_000;
+const SEED_BATCH = 500;
+
+/** How seeding is done, said with the rows that use it. */
+export const SEEDING = `the project's address store in-process (store.create, the group ` +
+  `commit of POST /addresses without HTTP: ${IN_FLIGHT.toLocaleString("en-US")} in flight, ` +
+  `batches of ${SEED_BATCH}), all for the owner of auth off ("")`;
+
+/** Stores `count` copies of ADDRESS_INPUT (ids 1 to `count`) for the owner "" in a fresh KV. */
+export async function seedAddresses(kvPath: string, count: number): Promise<void> {
+  const kv = await Deno.openKv(kvPath);
+  try {
+    // Marks the fresh KV with the current layout first, as a server would; one owner holds them
+    // all, past any quota (the servers started on it only read).
+    const guard = await openLayout(kv, kvPath, { migrateOnStart: false });
+    const store = openAddressStore(kv, { maxBatch: SEED_BATCH, maxPerOwner: Infinity, guard });
+    for (let done = 0; done < count; done += IN_FLIGHT) {
+      const n = Math.min(IN_FLIGHT, count - done);
+      await Promise.all(Array.from({ length: n }, () => store.create("", ADDRESS_INPUT)));
+    }
+  } finally {
+    kv.close();
+  }
+}
+
+/**
+ * Copies a closed KV file (and a WAL beside it, if any) into `dir` as `kv.sqlite3`, the name
+ * startOurs uses, so each server process reads its own copy of the same data.
+ */
+export async function copyKv(kvPath: string, dir: string): Promise<string> {
+  const target = `${dir}/kv.sqlite3`;
+  await Deno.copyFile(kvPath, target);
+  for (const suffix of ["-wal", "-shm"]) {
+    await Deno.copyFile(kvPath + suffix, target + suffix).catch((e) => {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    });
+  }
+  return target;
+}
+
+if (import.meta.main) {
+  const kvPath = Deno.env.get("KV_PATH");
+  const count = Number(Deno.env.get("COUNT"));
+  if (!kvPath || !Number.isSafeInteger(count) || count < 1) {
+    console.error("KV_PATH and COUNT (a positive integer) are required");
+    Deno.exit(2);
+  }
+  const cpu = await cpuSeconds("self");
+  const started = performance.now();
+  await seedAddresses(kvPath, count);
+  const seconds = (performance.now() - started) / 1000;
+  const status = await Deno.readTextFile("/proc/self/status").catch(() => "");
+  const hwm = /^VmHWM:\s+(\d+) kB/m.exec(status)?.[1];
+  console.log(JSON.stringify({
+    count,
+    seconds,
+    cpuSeconds: await cpuSeconds("self") - cpu,
+    peakRssMiB: hwm ? Number(hwm) / 1024 : NaN,
+    fileMiB: (await Deno.stat(kvPath)).size / 2 ** 20,
+  }));
+}
