@@ -79,8 +79,7 @@ function rssCell(c: WorkloadResult["contenders"][number]): string {
 function ratioCell(w: WorkloadResult, name: string, ratio: number | undefined): string {
   if (ratio === undefined) return "";
   const target = w.targets.find((t) =>
-    t.measure !== "memory" && t.measure !== "p99" &&
-    t.against === name
+    (t.measure === undefined || t.measure === "rps") && t.against === name
   );
   const text = `${ratio.toFixed(2)}×`;
   if (!target || !("min" in target)) return text;
@@ -107,6 +106,10 @@ export function workloadTable(w: WorkloadResult): string {
         c.cpuRatio === undefined ? "" : `${c.cpuRatio.toFixed(2)}×`
       } | ${c.failures}${c.failures > 0 ? ` (${c.firstFailure})` : ""} |`,
     );
+  }
+  if (w.showNotes) {
+    lines.push("");
+    for (const c of w.contenders) for (const note of c.notes) lines.push(`- ${c.name}: ${note}`);
   }
   return [...lines, ""].join("\n");
 }
@@ -163,7 +166,11 @@ function targetRow(t: WorkloadResult["targets"][number]): string {
     t.ratio === undefined ? "-" : `${t.ratio.toFixed(unit === " MiB" ? 0 : 2)}${unit}`;
   switch (t.measure) {
     case "memory":
-      return `(peak memory of ours, MiB) | ${value(" MiB")} | ≤ ${t.max} MiB`;
+      return t.against === undefined
+        ? `(peak memory of ours, MiB) | ${value(" MiB")} | ≤ ${t.max} MiB`
+        : `${t.against} (peak memory: ours ÷ it) | ${value("×")} | ≤ ${t.max}×`;
+    case "misses":
+      return `(${t.what}) | ${t.ratio === undefined ? "-" : fmt(t.ratio)} | ≤ ${fmt(t.max)}`;
     case "p99":
       return `${t.against} (p99 latency: ours ÷ it) | ${value("×")} | ≤ ${t.max}×`;
     default:

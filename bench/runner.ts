@@ -12,6 +12,8 @@ export interface Measurement {
   firstFailure: string;
   /** Server CPU time (all threads) per request in µs: robust to load from other processes. */
   cpuUsPerRequest?: number;
+  /** Answers that were sound but not what a `misses` target asks for (e.g. a 409 of a quota). */
+  misses?: number;
   /** Peak RSS when the contender runs a fresh process per round. */
   peakRssMiB?: number;
   /** Peak RSS of each process when the server runs several (e.g. a supervised gRPC child). */
@@ -47,12 +49,14 @@ export interface Contender {
 /**
  * A target, judged on ours. By req/s (the default): ours ÷ `against` ≥ `min`, by the median of
  * per-round ratios. By p99: ours' p99 ÷ `against`'s ≤ `max`, also the median of per-round
- * ratios. By memory: ours' peak memory (MiB, the highest round) ≤ `max`.
+ * ratios. By memory: ours' peak memory (MiB, the highest round) ≤ `max`, or with `against`, ours'
+ * peak ÷ its peak ≤ `max`. By misses: ours' misses over all rounds ≤ `max` (`what` names them).
  */
 export type Target =
   | { measure?: "rps"; against: string; min: number }
   | { measure: "p99"; against: string; max: number }
-  | { measure: "memory"; max: number };
+  | { measure: "memory"; max: number; against?: string }
+  | { measure: "misses"; max: number; what: string };
 
 /** A workload: the same load against each contender, alternating order each round. */
 export interface Workload {
@@ -68,6 +72,8 @@ export interface Workload {
   skipped?: string;
   /** Said with the table, e.g. a peer left out because its toolchain is not installed. */
   notes?: string[];
+  /** Print each contender's notes under the table (what a row measured, when it is not req/s). */
+  showNotes?: boolean;
 }
 
 /** Medians of one contender over the rounds. */
@@ -103,6 +109,7 @@ export interface WorkloadResult {
   skipped?: string;
   error?: string;
   notes?: string[];
+  showNotes?: boolean;
   contenders: ContenderResult[];
   /** `ratio`: what was measured against the target (MiB for memory). */
   targets: (Target & { ratio: number | undefined; met: boolean })[];
@@ -123,6 +130,7 @@ export async function runWorkload(
     title: workload.title,
     load: workload.load,
     ...(workload.notes?.length ? { notes: workload.notes } : {}),
+    ...(workload.showNotes ? { showNotes: true } : {}),
   };
   const result: WorkloadResult = { ...base, checks: workload.checks, contenders: [], targets: [] };
   if (workload.skipped) return { ...result, skipped: workload.skipped };
@@ -197,30 +205,37 @@ export async function runWorkload(
     });
   }
   const oursResult = result.contenders.find((c) => c.role === "ours");
+  const within = (value: number | undefined, max: number, clean: boolean) => {
+    const ratio = value !== undefined && Number.isFinite(value) ? value : undefined;
+    return { ratio, met: ratio !== undefined && ratio <= max && clean };
+  };
   for (const target of workload.targets) {
-    if (target.measure === "memory") {
-      const mib = oursResult?.peakRssMiB;
-      const ratio = mib !== undefined && Number.isFinite(mib) ? mib : undefined;
-      const clean = (oursResult?.failures ?? 1) === 0;
+    if (target.measure === "misses") {
+      const misses = oursResult?.rounds.reduce((sum, m) => sum + (m.misses ?? NaN), 0);
       result.targets.push({
         ...target,
-        ratio,
-        met: ratio !== undefined && ratio <= target.max && clean,
+        ...within(misses, target.max, (oursResult?.failures ?? 1) === 0),
       });
       continue;
     }
-    const other = result.contenders.find((c) => c.name === target.against);
+    const other = target.against === undefined
+      ? undefined
+      : result.contenders.find((c) => c.name === target.against);
+    if (target.measure === "memory") {
+      const mib = oursResult?.peakRssMiB;
+      const clean = (oursResult?.failures ?? 1) === 0 &&
+        (target.against === undefined || (other?.failures ?? 1) === 0);
+      const value = target.against === undefined ? mib : (mib ?? NaN) / (other?.peakRssMiB ?? NaN);
+      result.targets.push({ ...target, ...within(value, target.max, clean) });
+      continue;
+    }
     const clean = (oursResult?.failures ?? 1) === 0 && (other?.failures ?? 1) === 0;
     if (target.measure === "p99") {
       const ratios = (other?.rounds ?? [])
         .map((m, i) => (oursResult?.rounds[i]?.p99Ms ?? NaN) / m.p99Ms)
         .filter((x) => Number.isFinite(x));
       const ratio = ratios.length > 0 ? median(ratios) : undefined;
-      result.targets.push({
-        ...target,
-        ratio,
-        met: ratio !== undefined && ratio <= target.max && clean,
-      });
+      result.targets.push({ ...target, ...within(ratio, target.max, clean) });
       continue;
     }
     const ratio = other?.ratio;
