@@ -10,6 +10,7 @@ export const BASELINE = "ours, before";
 type HttpVerify = NonNullable<Parameters<typeof httpContender>[0]["verify"]>;
 type GrpcSpec = Omit<Parameters<typeof grpcContender>[0], "name" | "role" | "start">;
 type PostSpec = Omit<Parameters<typeof postAddressesContender>[1], "name" | "role">;
+type HttpOptions = { kvDir?: () => Promise<string>; connections?: number; defaultQuota?: boolean };
 
 /**
  * BENCH_BASELINE: another checkout of this server, started as ours is (its own `main.ts` and
@@ -19,7 +20,13 @@ type PostSpec = Omit<Parameters<typeof postAddressesContender>[1], "name" | "rol
 export interface Baseline {
   /** Said with every workload's table: which checkout, at which commit. */
   notes: string[];
-  http(path: string, load: WrkLoad, verify: HttpVerify): Contender[];
+  /** Where the checkout is, for workloads that start it their own way; undefined without one. */
+  place: Place | undefined;
+  /**
+   * An HTTP contender; `kvDir` gives the directory of its KV file (default: a fresh, empty one),
+   * e.g. one holding a copy of seeded data.
+   */
+  http(path: string, load: WrkLoad, verify: HttpVerify, options?: HttpOptions): Contender[];
   grpc(spec: GrpcSpec): Contender[];
   addresses(spec: PostSpec): Contender[];
 }
@@ -30,30 +37,36 @@ export async function baselineOf(
   restartMarker: string,
 ): Promise<Baseline> {
   const root = ctx.opts.baseline;
-  if (root === undefined) return { notes: [], http: () => [], grpc: () => [], addresses: () => [] };
+  if (root === undefined) {
+    return { notes: [], place: undefined, http: () => [], grpc: () => [], addresses: () => [] };
+  }
   const place: Place = { root, serverCpus };
-  const start = async () =>
+  const freshKv = () => Deno.makeTempDir({ dir: ctx.tmp, prefix: "kv-base-" });
+  const start = async (kvDir = freshKv, defaultQuota = false) =>
     startOurs(place, {
-      kvDir: await Deno.makeTempDir({ dir: ctx.tmp, prefix: "kv-base-" }),
+      kvDir: await kvDir(),
       name: BASELINE,
       markers: [restartMarker],
+      defaultQuota,
     });
   return {
     notes: [`${BASELINE}: ${root} at ${await commitOf(root)}, run as ours is`],
-    http: (path, load, verify) => [
+    place,
+    http: (path, load, verify, options = {}) => [
       httpContender({
         ctx,
         name: BASELINE,
         role: "peer",
-        start,
+        start: () => start(options.kvDir, options.defaultQuota),
         path,
         load,
         verify,
         countLog: true,
+        ...(options.connections ? { connections: options.connections } : {}),
       }),
     ],
     grpc: (spec) => [
-      grpcContender({ ...spec, name: BASELINE, role: "peer", start, restartMarker }),
+      grpcContender({ ...spec, name: BASELINE, role: "peer", start: () => start(), restartMarker }),
     ],
     addresses: (spec) => [
       postAddressesContender(ctx, {

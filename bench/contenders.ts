@@ -31,6 +31,8 @@ export function httpContender(spec: {
   verify?: (service: Service, url: string) => Promise<Partial<WrkLoad> & { notes?: string[] }>;
   /** Count the lines it writes to stdout per round (default: ours only; its access log). */
   countLog?: boolean;
+  /** wrk's connections (default BENCH_CONNECTIONS). */
+  connections?: number;
 }): Contender {
   const { ctx } = spec;
   let service: Service | undefined;
@@ -43,7 +45,7 @@ export function httpContender(spec: {
       ...load,
       url,
       seconds,
-      connections: ctx.opts.connections,
+      connections: spec.connections ?? ctx.opts.connections,
       cpus: ctx.tools.clientCpus,
     });
   }

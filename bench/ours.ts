@@ -31,6 +31,8 @@ export async function startOurs(
     name?: string;
     /** Strings to count in its log (see Service.markerCount). */
     markers?: string[];
+    /** Keep the default address quota (else raised for the create workloads' one owner). */
+    defaultQuota?: boolean;
   },
 ): Promise<Service> {
   const flags = await startFlags(place.root, options.kvDir);
@@ -40,11 +42,11 @@ export async function startOurs(
     HOST: "127.0.0.1",
     KV_PATH: `${options.kvDir}/kv.sqlite3`,
     LOG_LEVEL: "info",
-    // The create workloads store far more than the default quota for their one owner.
-    MAX_ADDRESSES_PER_OWNER: "999999999",
     // Stopped between rounds: no orchestrator to drain for.
     SHUTDOWN_DRAIN_S: "0",
   };
+  // The create workloads store far more than the default quota for their one owner.
+  if (!options.defaultQuota) env.MAX_ADDRESSES_PER_OWNER = "999999999";
   if (options.booksFile) env.BOOKS_FILE = options.booksFile;
   return await startService({
     name: options.name ?? "ours",

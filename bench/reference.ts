@@ -96,3 +96,37 @@ export async function learnGraphql(
   }
   return { body, headers };
 }
+
+/**
+ * A peer's check before the load: it answers each path with exactly `ref`'s body bytes (so the
+ * load's size check compares like with like) and sends each of `headers` (the ones its
+ * middleware adds); each of `sameHeaders` must have ours' value.
+ */
+export function sameBodies(
+  paths: Map<string, Answer>,
+  headers: string[],
+  sameHeaders: string[] = [],
+) {
+  return async (_: unknown, url: string) => {
+    const base = new URL(url).origin;
+    for (const [path, ref] of paths) {
+      const response = await fetch(`${base}${path}`);
+      const body = new Uint8Array(await response.arrayBuffer());
+      if (response.status !== 200 || body.byteLength !== ref.body.byteLength) {
+        throw new Error(`GET ${path}: ${response.status}, ${body.byteLength} B, not ours`);
+      }
+      if (!body.every((byte, i) => byte === ref.body[i])) {
+        throw new Error(`GET ${path}: the body differs from ours`);
+      }
+      const absent = headers.filter((h) => !response.headers.has(h));
+      if (absent.length > 0) throw new Error(`GET ${path}: no ${absent.join(", ")} header`);
+      for (const h of sameHeaders) {
+        const got = response.headers.get(h);
+        if (got !== ref.headers[h]) {
+          throw new Error(`GET ${path}: ${h} ${got}, ours ${ref.headers[h]}`);
+        }
+      }
+    }
+    return {};
+  };
+}

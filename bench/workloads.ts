@@ -4,6 +4,7 @@ import {
   naiveKvContender,
   postAddressesContender,
 } from "./addresses_contenders.ts";
+import { buildAddressReadWorkloads } from "./address_reads.ts";
 import { type BenchContext, httpContender, type WrkLoad } from "./contenders.ts";
 import { booksMessage } from "./books_message.ts";
 import { GRPC_STREAMS, grpcContender, type GrpcSample, type GrpcShape } from "./grpc_contenders.ts";
@@ -17,7 +18,7 @@ import {
   startYoga,
   writeRoutes,
 } from "./peer_services.ts";
-import { type Answer, BOOKS_QUERY, learnGraphql, type Reference } from "./reference.ts";
+import { type Answer, BOOKS_QUERY, learnGraphql, type Reference, sameBodies } from "./reference.ts";
 import type { Target, Workload } from "./runner.ts";
 import { buildServeWorkloads } from "./serve_contenders.ts";
 import { baselineOf } from "./baseline.ts";
@@ -43,29 +44,6 @@ const HONO_HEADERS = ["etag", "x-request-id"];
 const HTTP_CHECK = "every response: status and exact body size (wrk Lua hook)";
 const HONO_CHECK = "; the Hono app's bodies checked equal to ours, byte for byte, and its " +
   "`ETag` and `X-Request-Id` present, before the load";
-
-/**
- * Checks that a peer answers each path with exactly `ref`'s body bytes (so the load's size check
- * compares like with like) and sends the headers its middleware adds.
- */
-function sameBodies(paths: Map<string, Answer>, headers: string[]) {
-  return async (_: unknown, url: string) => {
-    const base = new URL(url).origin;
-    for (const [path, ref] of paths) {
-      const response = await fetch(`${base}${path}`);
-      const body = new Uint8Array(await response.arrayBuffer());
-      if (response.status !== 200 || body.byteLength !== ref.body.byteLength) {
-        throw new Error(`GET ${path}: ${response.status}, ${body.byteLength} B, not ours`);
-      }
-      if (!body.every((byte, i) => byte === ref.body[i])) {
-        throw new Error(`GET ${path}: the body differs from ours`);
-      }
-      const absent = headers.filter((h) => !response.headers.has(h));
-      if (absent.length > 0) throw new Error(`GET ${path}: no ${absent.join(", ")} header`);
-    }
-    return {};
-  };
-}
 
 /** The workloads of `deno task bench`, built from what the server answered in the probe. */
 export async function buildWorkloads(
@@ -385,5 +363,16 @@ export async function buildWorkloads(
     workload.targets.push(MEMORY_TARGET);
     workload.notes = [...workload.notes ?? [], ...baseline.notes];
   }
-  return [restBooks, bookById, graphql, grpc, grpcMux, grpcLatency, addresses, ...serve];
+  // Issue 28's rows carry their own targets (memory against raw Deno KV's, not issue 21's MiB).
+  return [
+    restBooks,
+    bookById,
+    graphql,
+    grpc,
+    grpcMux,
+    grpcLatency,
+    addresses,
+    ...buildAddressReadWorkloads(ctx, baseline),
+    ...serve,
+  ];
 }
