@@ -4,6 +4,7 @@ import {
   naiveKvContender,
   postAddressesContender,
 } from "./addresses_contenders.ts";
+import { buildCreatesWorkload } from "./address_quota.ts";
 import { buildAddressReadWorkloads } from "./address_reads.ts";
 import { type BenchContext, httpContender, type WrkLoad } from "./contenders.ts";
 import { booksMessage } from "./books_message.ts";
@@ -373,6 +374,7 @@ export async function buildWorkloads(
     grpcLatency,
     addresses,
     ...buildAddressReadWorkloads(ctx, baseline),
+    buildCreatesWorkload(ctx, baseline),
     ...serve,
   ];
 }
