@@ -68,7 +68,7 @@ async function main(): Promise<number> {
       log(`BENCH_ONLY: no workload ${unknown.join(", ")}; ids: ${workloads.map((w) => w.id)}`);
       return 2;
     }
-    workloads = workloads.filter((w) => selects(opts.only, w.id));
+    workloads = workloads.filter((w) => selects(opts.only, w.id, w.optIn));
     const results: WorkloadResult[] = [];
     for (const w of workloads) {
       log(`${w.title}${w.skipped ? ` (skipped: ${w.skipped})` : ""}`);

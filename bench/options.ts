@@ -19,6 +19,11 @@ export interface BenchOptions {
    * measured alternately in the same run.
    */
   baseline?: string;
+  /**
+   * Addresses the opt-in scaling row `scale-1m` fills, walks and exports (BENCH_SCALE_ADDRESSES,
+   * default 1,000,000; smaller for a quick try of that row).
+   */
+  scaleAddresses: number;
 }
 
 function positive(env: Record<string, string>, name: string, fallback: number): number {
@@ -40,11 +45,16 @@ export function readOptions(env: Record<string, string>, scale = false): BenchOp
     connections: Math.round(positive(env, "BENCH_CONNECTIONS", 64)),
     only: (env.BENCH_ONLY ?? "").split(",").map((s) => s.trim()).filter((s) => s !== ""),
     ...(env.BENCH_BASELINE ? { baseline: env.BENCH_BASELINE.replace(/\/+$/, "") } : {}),
+    scaleAddresses: Math.round(positive(env, "BENCH_SCALE_ADDRESSES", 1_000_000)),
   };
 }
 
-/** Whether a workload id is selected by BENCH_ONLY (everything when it is empty). */
-export function selects(only: readonly string[], id: string): boolean {
+/**
+ * Whether a workload id is selected by BENCH_ONLY (everything when it is empty); an opt-in
+ * workload only when BENCH_ONLY names it.
+ */
+export function selects(only: readonly string[], id: string, optIn = false): boolean {
+  if (optIn) return only.includes(id);
   return only.length === 0 ||
     only.some((pattern) =>
       pattern.endsWith("*") ? id.startsWith(pattern.slice(0, -1)) : pattern === id

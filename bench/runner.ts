@@ -74,6 +74,8 @@ export interface Workload {
   notes?: string[];
   /** Print each contender's notes under the table (what a row measured, when it is not req/s). */
   showNotes?: boolean;
+  /** Runs only when BENCH_ONLY names its id (a long run kept out of the default set). */
+  optIn?: boolean;
 }
 
 /** Medians of one contender over the rounds. */

@@ -3,6 +3,7 @@ import { httpUrlOf, startOurs } from "./ours.ts";
 import { startRawDeno, writeRoutes } from "./peer_services.ts";
 import { answer, BOOKS_QUERY, learnGraphql } from "./reference.ts";
 import type { Contender, Workload } from "./runner.ts";
+import { buildScale1mWorkload } from "./scale_1m.ts";
 import { seedAddresses } from "./seed_addresses.ts";
 
 /** Catalogue sizes of the scaling run. */
@@ -33,7 +34,8 @@ async function fetchBytes(url: string): Promise<Uint8Array> {
 /**
  * The scaling run: `GET /rest/books` and the GraphQL books query with 10, 1,000 and 10,000
  * books (each against the raw ceiling serving the same bytes), and `GET /addresses` pages of
- * growing size and depth with 100,000 addresses stored.
+ * growing size and depth with 100,000 addresses stored; and, only when BENCH_ONLY names it, the
+ * 1M-address fill, page walk and export (scale_1m.ts).
  */
 export async function buildScaleWorkloads(ctx: BenchContext): Promise<Workload[]> {
   const place = { root: ctx.root, serverCpus: ctx.tools.serverCpus };
@@ -159,6 +161,7 @@ export async function buildScaleWorkloads(ctx: BenchContext): Promise<Workload[]
     contenders,
     targets: [],
   });
+  workloads.push(buildScale1mWorkload(ctx));
   return workloads;
 }
 
