@@ -76,7 +76,7 @@ function createsContender(
         }
         const what = `${status} ${errorCode(text)}`.trim();
         refused.set(what, (refused.get(what) ?? 0) + 1);
-        firstMiss ||= `first at creation ${i.toLocaleString("en-US")}: ${what}`;
+        firstMiss ||= `the first miss at creation ${i.toLocaleString("en-US")}`;
         if (status >= 500) fail(`creation ${i}: ${what}`);
       }
       const seconds = (performance.now() - started) / 1000;
