@@ -9,6 +9,28 @@ export interface PeerPlace {
 
 const peer = (file: string) => new URL(`./peers/${file}`, import.meta.url).pathname;
 
+/** A peer of bench/peers/ run by this Deno with network, environment and read permission. */
+function startDenoPeer(
+  place: PeerPlace,
+  spec: { name: string; file: string; env: Record<string, string>; flags?: string[] },
+): Promise<Service> {
+  return startService({
+    name: spec.name,
+    command: [
+      Deno.execPath(),
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      ...spec.flags ?? [],
+      peer(spec.file),
+    ],
+    env: spec.env,
+    cwd: place.root,
+    cpus: place.serverCpus,
+  });
+}
+
 /** Writes the answers the raw ceiling serves: {"METHOD /path": {body, headers}}. */
 export async function writeRoutes(path: string, routes: Map<string, Answer>): Promise<void> {
   const decoder = new TextDecoder();
@@ -27,19 +49,10 @@ export function startRawDeno(
   routesFile: string,
   sameHeaders = false,
 ): Promise<Service> {
-  return startService({
+  return startDenoPeer(place, {
     name: sameHeaders ? "raw Deno.serve, same headers" : "raw Deno.serve",
-    command: [
-      Deno.execPath(),
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      peer("raw_deno.ts"),
-    ],
+    file: "raw_deno.ts",
     env: { ROUTES_FILE: routesFile, RAW_HEADERS: sameHeaders ? "same" : "content-type" },
-    cwd: place.root,
-    cpus: place.serverCpus,
   });
 }
 
@@ -48,39 +61,20 @@ export function startRawDeno(
  * on the KV file `kvPath` (a copy of the one this server reads: each process has its own file).
  */
 export function startRawKv(place: PeerPlace, kvPath: string, name: string): Promise<Service> {
-  const dir = kvPath.slice(0, kvPath.lastIndexOf("/"));
-  return startService({
+  return startDenoPeer(place, {
     name,
-    command: [
-      Deno.execPath(),
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      `--allow-write=${dir}`,
-      peer("raw_kv_addresses.ts"),
-    ],
+    file: "raw_kv_addresses.ts",
     env: { KV_PATH: kvPath },
-    cwd: place.root,
-    cpus: place.serverCpus,
+    flags: [`--allow-write=${kvPath.slice(0, kvPath.lastIndexOf("/"))}`],
   });
 }
 
 /** graphql-yoga on Deno (bench/peers/yoga.ts). */
 export function startYoga(place: PeerPlace, booksFile: string): Promise<Service> {
-  return startService({
+  return startDenoPeer(place, {
     name: "graphql-yoga",
-    command: [
-      Deno.execPath(),
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      peer("yoga.ts"),
-    ],
+    file: "yoga.ts",
     env: { BOOKS_FILE: booksFile },
-    cwd: place.root,
-    cpus: place.serverCpus,
   });
 }
 
@@ -90,19 +84,10 @@ export function startYoga(place: PeerPlace, booksFile: string): Promise<Service>
  * does this server's access log.
  */
 export function startHono(place: PeerPlace, booksFile: string): Promise<Service> {
-  return startService({
+  return startDenoPeer(place, {
     name: "Hono app",
-    command: [
-      Deno.execPath(),
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      peer("hono_app.ts"),
-    ],
+    file: "hono_app.ts",
     env: { BOOKS_FILE: booksFile },
-    cwd: place.root,
-    cpus: place.serverCpus,
   });
 }
 
@@ -122,18 +107,9 @@ export function startGrpcJs(place: PeerPlace, booksFile: string): Promise<Servic
  * frame (bench/peers/bare_http2.ts): the runtime's ceiling for gRPC.
  */
 export function startBareHttp2(place: PeerPlace, booksFile: string): Promise<Service> {
-  return startService({
+  return startDenoPeer(place, {
     name: "bare node:http2",
-    command: [
-      Deno.execPath(),
-      "run",
-      "--allow-net",
-      "--allow-env",
-      "--allow-read",
-      peer("bare_http2.ts"),
-    ],
+    file: "bare_http2.ts",
     env: { BOOKS_FILE: booksFile },
-    cwd: place.root,
-    cpus: place.serverCpus,
   });
 }
