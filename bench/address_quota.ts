@@ -5,7 +5,7 @@ import { httpUrlOf, type Place, startOurs } from "./ours.ts";
 import { memoryOf } from "./proc.ts";
 import type { Contender, Measurement, Workload } from "./runner.ts";
 import type { Service } from "./service.ts";
-import { percentile } from "./stats.ts";
+import { latencySummary } from "./stats.ts";
 
 /** Creations of the check: more than one owner's default quota, as a new user's import would. */
 export const CREATES = 20_000;
@@ -98,11 +98,7 @@ function createsContender(
       const summary = [`${ids.length.toLocaleString("en-US")} × 201`];
       for (const [what, n] of refused) summary.push(`${n.toLocaleString("en-US")} × ${what}`);
       return {
-        rps: latencies.length / seconds,
-        p50Ms: percentile(latencies, 50),
-        p99Ms: percentile(latencies, 99),
-        requests: latencies.length,
-        seconds,
+        ...latencySummary(latencies, seconds),
         failures,
         firstFailure,
         cpuUsPerRequest,

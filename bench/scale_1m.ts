@@ -4,7 +4,7 @@ import { memoryOf } from "./proc.ts";
 import type { Contender, Measurement, Workload } from "./runner.ts";
 import { SEEDING } from "./seed_addresses.ts";
 import type { Service } from "./service.ts";
-import { percentile } from "./stats.ts";
+import { latencySummary } from "./stats.ts";
 import { pinned } from "./tools.ts";
 
 /** What the fill reported (bench/seed_addresses.ts run as a script). */
@@ -110,11 +110,7 @@ async function walk(base: string, count: number): Promise<Omit<Measurement, "cpu
     firstFailure = `the walk listed ${seen} addresses of ${count}`;
   }
   return {
-    rps: latencies.length / seconds,
-    p50Ms: percentile(latencies, 50),
-    p99Ms: percentile(latencies, 99),
-    requests: latencies.length,
-    seconds,
+    ...latencySummary(latencies, seconds),
     failures,
     firstFailure,
     notes: [

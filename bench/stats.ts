@@ -19,3 +19,14 @@ export function percentileOfSorted(sorted: readonly number[], p: number): number
   const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
   return sorted[Math.min(rank, sorted.length) - 1]!;
 }
+
+/** Throughput and latency of `latencies.length` requests (ms each) made in `seconds`. */
+export function latencySummary(latencies: readonly number[], seconds: number) {
+  return {
+    rps: latencies.length / seconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    requests: latencies.length,
+    seconds,
+  };
+}
