@@ -1,5 +1,4 @@
 import type { Book } from "../lib/schemas.ts";
-import { contentEtag } from "../lib/http/conditional.ts";
 import { withKvRetry } from "./kv/retry.ts";
 
 /** Read access to the book catalogue. */
@@ -15,10 +14,6 @@ export interface BookStore {
   listJson(): string;
   /** The JSON text of one book, made once, or undefined. */
   getJson(id: number): string | undefined;
-  /** Strong ETag of `listJson()`, computed once. */
-  listEtag(): string;
-  /** Strong ETag of `getJson(id)`, computed once, or undefined. */
-  getEtag(id: number): string | undefined;
   /** True once the catalogue has been seeded and loaded. */
   isReady(): boolean;
 }
@@ -44,20 +39,13 @@ export async function openBookStore(kv: Deno.Kv, seed: readonly Book[]): Promise
 export function createBookStore(books: readonly Book[]): BookStore {
   const frozen = Object.freeze(books.map((b) => Object.freeze({ ...b })));
   const byId = new Map(frozen.map((b) => [b.id, b]));
-  const encoder = new TextEncoder();
   const json = JSON.stringify(frozen);
   const jsonById = new Map(frozen.map((b) => [b.id, JSON.stringify(b)]));
-  const etag = contentEtag(encoder.encode(json));
-  const etagById = new Map(
-    [...jsonById].map(([id, text]) => [id, contentEtag(encoder.encode(text))]),
-  );
   return {
     list: () => frozen,
     get: (id) => byId.get(id),
     listJson: () => json,
     getJson: (id) => jsonById.get(id),
-    listEtag: () => etag,
-    getEtag: (id) => etagById.get(id),
     isReady: () => true,
   };
 }
