@@ -35,6 +35,12 @@ import { eraseOwner, ownerAddresses } from "./owner_data.ts";
 export type { AddressStoreOptions, Created };
 export { decodeCursor, encodeCursor };
 
+/**
+ * The condition of a conditional write: given the versionstamp of the address as stored, true
+ * when the write may go ahead. Absent: the write is unconditional.
+ */
+export type Precondition = (versionstamp: string) => boolean;
+
 /** An address together with the KV versionstamp of the stored record (used as ETag). */
 export interface StoredAddress {
   address: Address;
@@ -49,7 +55,9 @@ export interface AddressPage {
 
 /**
  * The address book. Every address belongs to an owner; another owner's address is absent for
- * the caller (ids stay global). Every method may throw AppError (404, 409, 412, 422, 503).
+ * the caller (ids stay global). Every method may throw AppError (404, 409, 412, 422, 503). A
+ * write given a precondition is 412 `precondition-failed` unless the address exists for the
+ * owner and the precondition accepts its version.
  */
 export interface AddressStore {
   /** Creates with a new id; with an Idempotency-Key, a repeat replays the first creation. */
@@ -63,7 +71,7 @@ export interface AddressStore {
     owner: string,
     id: number,
     input: AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ): Promise<StoredAddress & { created: boolean }>;
   /**
    * Version 2 PUT (RFC 9110): an absent id is created at that id, the owner's existing address
@@ -73,16 +81,16 @@ export interface AddressStore {
     owner: string,
     id: number,
     input: AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ): Promise<StoredAddress & { created: boolean }>;
   /** Changes the owner's address to what `change` makes of it (re-run on a concurrent write). */
   patch(
     owner: string,
     id: number,
     change: (current: Address) => AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ): Promise<StoredAddress>;
-  delete(owner: string, id: number, ifMatch?: readonly string[]): Promise<void>;
+  delete(owner: string, id: number, expected?: Precondition): Promise<void>;
   list(
     owner: string,
     options: { limit: number; cursor?: string | undefined },
@@ -117,14 +125,9 @@ function ownerRefused(owner: string): AppError | undefined {
   return undefined;
 }
 
-/** If-Match semantics (RFC 9110 13.1.1): `*` matches any current version. */
-function matches(ifMatch: readonly string[], versionstamp: string): boolean {
-  return ifMatch.includes("*") || ifMatch.includes(versionstamp);
-}
-
-/** Throws 412 unless `ifMatch` is absent or matches the current version of address `id`. */
-function checkIfMatch(ifMatch: readonly string[] | undefined, versionstamp: string, id: number) {
-  if (ifMatch !== undefined && !matches(ifMatch, versionstamp)) throw preconditionFailed(id);
+/** Throws 412 unless `expected` is absent or accepts the current version of address `id`. */
+function checkExpected(expected: Precondition | undefined, versionstamp: string, id: number) {
+  if (expected !== undefined && !expected(versionstamp)) throw preconditionFailed(id);
 }
 
 /** The address stored at `id` from an input (only its three members: nothing else is kept). */
@@ -217,21 +220,21 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     }
   }
 
-  async function put(owner: string, id: number, input: AddressInput, ifMatch?: readonly string[]) {
+  async function put(owner: string, id: number, input: AddressInput, expected?: Precondition) {
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) {
-        if (ifMatch !== undefined) throw preconditionFailed(id);
+        if (expected !== undefined) throw preconditionFailed(id);
         // Spec 4.6 rule 2: stored as new with a generated id (also when another owner holds id).
         return { ...(await create(owner, input)), created: true };
       }
-      checkIfMatch(ifMatch, entry.versionstamp, id);
+      checkExpected(expected, entry.versionstamp, id);
       const updated = { ...entry.value.address, city: input.city, postalCode: input.postalCode };
       const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated);
       if (stored) return { ...stored, created: false };
-      // Changed or deleted between read and write: with If-Match that is the client's conflict,
-      // without it the latest state decides again.
-      if (ifMatch !== undefined) throw preconditionFailed(id);
+      // Changed or deleted between read and write: with a precondition that is the client's
+      // conflict, without one the latest state decides again.
+      if (expected !== undefined) throw preconditionFailed(id);
     }
   }
 
@@ -239,24 +242,24 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     owner: string,
     id: number,
     input: AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ) {
     const address = addressAt(id, input);
     for (;;) {
       const entry = await read(id);
       if (entry.value !== null) {
         if (entry.value.owner !== owner) {
-          // Another owner's address is absent for this caller: If-Match on it cannot match.
-          if (ifMatch !== undefined) throw preconditionFailed(id);
+          // Another owner's address is absent for this caller: a precondition cannot hold.
+          if (expected !== undefined) throw preconditionFailed(id);
           throw new AppError("id-taken", `Address id ${id} is not available.`);
         }
-        checkIfMatch(ifMatch, entry.versionstamp, id);
+        checkExpected(expected, entry.versionstamp, id);
         const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
         if (stored) return { ...stored, created: false };
-        if (ifMatch !== undefined) throw preconditionFailed(id);
+        if (expected !== undefined) throw preconditionFailed(id);
         continue;
       }
-      if (ifMatch !== undefined) throw preconditionFailed(id);
+      if (expected !== undefined) throw preconditionFailed(id);
       const count = await countForCreate(owner);
       const record: AddressRecord = { v: RECORD_VERSION, owner, address };
       const op = guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null })
@@ -275,12 +278,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     owner: string,
     id: number,
     change: (current: Address) => AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ): Promise<StoredAddress> {
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
-      checkIfMatch(ifMatch, entry.versionstamp, id);
+      checkExpected(expected, entry.versionstamp, id);
       const current = entry.value.address;
       const address = addressAt(id, change(current));
       // Nothing changes: no write, and the ETag stays.
@@ -289,7 +292,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       }
       const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
       if (stored) return stored;
-      if (ifMatch !== undefined) throw preconditionFailed(id);
+      if (expected !== undefined) throw preconditionFailed(id);
     }
   }
 
@@ -297,13 +300,13 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
    * Deletes the owner's address; its count goes down unless the Idempotency-Key that created it
    * is still kept: that record then becomes an orphan and holds the quota unit until it is swept.
    */
-  async function remove(owner: string, id: number, ifMatch?: readonly string[]): Promise<void> {
+  async function remove(owner: string, id: number, expected?: Precondition): Promise<void> {
     for (;;) {
       const [entry, count] = await withKvRetry(() =>
         kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), countKey(owner)])
       );
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
-      checkIfMatch(ifMatch, entry.versionstamp, id);
+      checkExpected(expected, entry.versionstamp, id);
       const op = guard.check(kv.atomic()).check(entry).check(count)
         .delete(addressKey(id)).delete(ownerKey(owner, id));
       let released = 1;
