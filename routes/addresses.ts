@@ -9,7 +9,7 @@ import {
   jsonHeaders,
   negotiateJson,
 } from "../lib/http/negotiate.ts";
-import type { Address } from "../lib/schemas.ts";
+import { type Address, mergePatch } from "../lib/address.ts";
 import type { AddressStore, Precondition, StoredAddress } from "../store/addresses.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
@@ -133,11 +133,7 @@ export function addressRoutes(
     const type = negotiateJson(c.req.header("accept"));
     const { id } = c.req.valid("param");
     const patch = c.req.valid("json");
-    const change = (current: Address) => ({
-      name: patch.name ?? current.name,
-      city: patch.city ?? current.city,
-      postalCode: patch.postalCode ?? current.postalCode,
-    });
+    const change = (current: Address) => mergePatch(current, patch);
     const expected = expectedBy(c.req.valid("header")["if-match"]);
     const stored = await addresses.patch(c.get("caller").owner, id, change, expected);
     return preEncoded(addressJson(c, stored, 200, type));

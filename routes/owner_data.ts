@@ -5,7 +5,8 @@ import { ifMatchHits } from "../lib/http/etag.ts";
 import { preferredMediaType } from "../lib/http/accept.ts";
 import { jsonHeaders } from "../lib/http/negotiate.ts";
 import { IfMatchSchema, SCOPED_RESPONSES } from "../lib/http/openapi.ts";
-import { type Address, AddressSchema, errorResponse } from "../lib/schemas.ts";
+import { type Address, AddressSchema, EXAMPLE_ADDRESS } from "../lib/address.ts";
+import { errorResponse } from "../lib/schemas.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import type { AddressStore } from "../store/addresses.ts";
 import { routeAccess } from "../security/access.ts";
@@ -46,7 +47,7 @@ export const exportAddresses = createRoute({
         [NDJSON]: {
           schema: AddressSchema,
           // The schema and example of one line.
-          example: { id: 1, name: "Ada Lovelace", city: "London", postalCode: "W1J 7NT" },
+          example: EXAMPLE_ADDRESS,
         },
         "application/json": { schema: AddressExportSchema },
       },

@@ -1,5 +1,11 @@
 import { AppError } from "../lib/errors.ts";
-import type { Address, AddressInput } from "../lib/schemas.ts";
+import {
+  type Address,
+  addressAt,
+  type AddressInput,
+  addressInputOf,
+  addressSizeBound,
+} from "../lib/address.ts";
 import {
   ADDRESS_PREFIX,
   addressKey,
@@ -56,13 +62,13 @@ const MAX_KEY_BYTES = 70_000;
 
 /** Upper bounds of what a creation adds to its atomic operation (UTF-16 units × 3 ≥ UTF-8). */
 function costOf(w: Waiter) {
-  const text = w.input.name.length + w.input.city.length + w.input.postalCode.length;
+  const fields = addressSizeBound(w.input);
   const keyed = w.key === undefined ? 0 : 1;
   const ownerBytes = w.owner.length * 3;
   return {
     mutations: 2 + keyed,
     checks: keyed,
-    values: (2 + keyed) * (text * 3 + ownerBytes + (w.key?.length ?? 0) + 120),
+    values: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 120),
     keys: 2 * ownerBytes + 64 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32),
   };
 }
@@ -244,7 +250,7 @@ export function createIdAllocator(
       const expiresAt = Date.now() + IDEMPOTENCY_TTL_MS;
       const addresses = ids.map((id, i) => {
         const w = batch[i]!;
-        const address: Address = { id, ...w.input };
+        const address = addressAt(id, w.input);
         const record: AddressRecord = { v: RECORD_VERSION, owner: w.owner, address };
         if (w.key !== undefined) record.key = w.key;
         op.set(addressKey(id), record).set(ownerKey(w.owner, id), address);
@@ -321,7 +327,7 @@ export function createIdAllocator(
     return new Promise((resolve, reject) => {
       queue.push({
         owner,
-        input: { name: input.name, city: input.city, postalCode: input.postalCode },
+        input: addressInputOf(input),
         key,
         replacing: undefined,
         resolve,

@@ -1,5 +1,5 @@
 import { AppError } from "../lib/errors.ts";
-import type { Address } from "../lib/schemas.ts";
+import { type Address, isStoredAddress } from "../lib/address.ts";
 import { ANONYMOUS_OWNER } from "../security/caller.ts";
 
 /**
@@ -121,12 +121,6 @@ export function idempotencyPrefix(owner: string): Deno.KvKey {
   return ["idempotency", owner];
 }
 
-function isAddress(value: unknown, id: unknown): value is Address {
-  const a = value as Address;
-  return typeof a === "object" && a !== null && a.id === id && typeof a.name === "string" &&
-    typeof a.city === "string" && typeof a.postalCode === "string";
-}
-
 /**
  * The owner and address of a stored record of any layout: `{owner, address}` (with `v` and `key`
  * from layout 2), or a bare address stored before ownership existed (the anonymous owner's).
@@ -134,10 +128,10 @@ function isAddress(value: unknown, id: unknown): value is Address {
 export function readRecord(entry: Deno.KvEntry<unknown>): AddressRecord {
   const value = entry.value as Partial<AddressRecord>;
   const id = entry.key[1];
-  if (typeof value?.owner === "string" && isAddress(value.address, id)) {
+  if (typeof value?.owner === "string" && isStoredAddress(value.address, id)) {
     return { owner: value.owner, address: value.address };
   }
   // Stored before ownership existed: the anonymous owner's.
-  if (isAddress(value, id)) return { owner: ANONYMOUS_OWNER, address: value };
+  if (isStoredAddress(value, id)) return { owner: ANONYMOUS_OWNER, address: value };
   throw new Error(`${JSON.stringify(entry.key)} holds no address: ${JSON.stringify(value)}`);
 }

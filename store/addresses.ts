@@ -1,5 +1,11 @@
 import { AppError } from "../lib/errors.ts";
-import type { Address, AddressInput } from "../lib/schemas.ts";
+import {
+  type Address,
+  addressAt,
+  type AddressInput,
+  replaceV1,
+  sameAddress,
+} from "../lib/address.ts";
 import {
   type AddressStoreOptions,
   type Created,
@@ -7,7 +13,6 @@ import {
   notePutAt,
   readIdState,
 } from "./address_ids.ts";
-import { sameInput } from "./idempotency_keys.ts";
 import {
   addressKey,
   type AddressRecord,
@@ -64,8 +69,8 @@ export interface AddressStore {
   create(owner: string, input: AddressInput, idempotencyKey?: string): Promise<Created>;
   get(owner: string, id: number): Promise<StoredAddress | undefined>;
   /**
-   * Version 1 PUT (spec 4.6): the owner's existing address gets city and postalCode (name kept);
-   * otherwise the body is created with a new id.
+   * Version 1 PUT: the owner's existing address gets the body's fields except those it keeps
+   * (lib/address.ts `replaceV1`: the name); otherwise the body is created with a new id.
    */
   put(
     owner: string,
@@ -130,11 +135,6 @@ function checkExpected(expected: Precondition | undefined, versionstamp: string,
   if (expected !== undefined && !expected(versionstamp)) throw preconditionFailed(id);
 }
 
-/** The address stored at `id` from an input (only its three members: nothing else is kept). */
-function addressAt(id: number, input: AddressInput): Address {
-  return { id, name: input.name, city: input.city, postalCode: input.postalCode };
-}
-
 function preconditionFailed(id: number): AppError {
   return new AppError(
     "precondition-failed",
@@ -163,7 +163,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     if (key === undefined) return await allocate(owner, input);
     const slot = JSON.stringify([owner, key]);
     for (let first = running.get(slot); first !== undefined; first = running.get(slot)) {
-      if (!sameInput(first.input, input)) {
+      if (!sameAddress(first.input, input)) {
         throw new AppError(
           "request-in-progress",
           "A request with this Idempotency-Key and another body is still in progress.",
@@ -229,7 +229,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         return { ...(await create(owner, input)), created: true };
       }
       checkExpected(expected, entry.versionstamp, id);
-      const updated = { ...entry.value.address, city: input.city, postalCode: input.postalCode };
+      const updated = replaceV1(entry.value.address, input);
       const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated);
       if (stored) return { ...stored, created: false };
       // Changed or deleted between read and write: with a precondition that is the client's
@@ -287,7 +287,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       const current = entry.value.address;
       const address = addressAt(id, change(current));
       // Nothing changes: no write, and the ETag stays.
-      if (sameInput(address, current)) {
+      if (sameAddress(address, current)) {
         return { address: current, versionstamp: entry.versionstamp };
       }
       const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);

@@ -1,5 +1,5 @@
 import { AppError } from "../lib/errors.ts";
-import type { AddressInput } from "../lib/schemas.ts";
+import { type AddressInput, sameAddress } from "../lib/address.ts";
 import type { Created } from "./address_ids.ts";
 import { idempotencyKey, type IdempotencyRecord, isExpired } from "./address_keys.ts";
 import { getAll } from "./kv/read.ts";
@@ -13,11 +13,6 @@ export interface Waiter {
   replacing?: Deno.KvEntry<IdempotencyRecord> | undefined;
   resolve(value: Created): void;
   reject(reason: unknown): void;
-}
-
-/** True when an Idempotency-Key's first creation was made from the same input. */
-export function sameInput(a: AddressInput, b: AddressInput): boolean {
-  return a.name === b.name && a.city === b.city && a.postalCode === b.postalCode;
 }
 
 /** The error for a key used before with another body. */
@@ -51,7 +46,7 @@ export async function settleStoredKeys(kv: Deno.Kv, batch: Waiter[]): Promise<Wa
       return;
     }
     settled.add(w);
-    if (sameInput(entry.value.address, w.input)) {
+    if (sameAddress(entry.value.address, w.input)) {
       w.resolve({
         address: entry.value.address,
         versionstamp: entry.value.versionstamp ?? entry.versionstamp,

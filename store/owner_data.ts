@@ -1,4 +1,4 @@
-import type { Address } from "../lib/schemas.ts";
+import type { Address } from "../lib/address.ts";
 import {
   addressKey,
   countKey,

@@ -1,3 +1,4 @@
+import { sameAddress } from "../../lib/address.ts";
 import {
   addressKey,
   type AddressRecord,
@@ -63,9 +64,7 @@ interface Pending {
 function same(stored: Deno.KvEntryMaybe<unknown>, line: Pending): boolean {
   if (stored.value === null) return false;
   const { owner, address } = readRecord(stored as Deno.KvEntry<unknown>);
-  const a = line.entry.address;
-  return owner === line.entry.owner && address.name === a.name && address.city === a.city &&
-    address.postalCode === a.postalCode;
+  return owner === line.entry.owner && sameAddress(address, line.entry.address);
 }
 
 interface Scan {
