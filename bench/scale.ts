@@ -4,7 +4,7 @@ import { httpUrlOf, startOurs } from "./ours.ts";
 import { startRawDeno, writeRoutes } from "./peer_services.ts";
 import { answer, BOOKS_QUERY, learnGraphql } from "./reference.ts";
 import type { Contender, Workload } from "./runner.ts";
-import { openAddressStore } from "../store/addresses.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
 import { openLayout } from "../store/layout/migrate.ts";
 
 /** Catalogue sizes of the scaling run. */

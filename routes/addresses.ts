@@ -10,7 +10,7 @@ import {
   negotiateJson,
 } from "../lib/http/negotiate.ts";
 import { type Address, mergePatch } from "../lib/address.ts";
-import type { AddressStore, Precondition, StoredAddress } from "../store/addresses.ts";
+import type { AddressStore, Precondition, StoredAddress } from "../store/addresses/repository.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
 import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";

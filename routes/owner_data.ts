@@ -8,7 +8,7 @@ import { IfMatchSchema, SCOPED_RESPONSES } from "../lib/http/openapi.ts";
 import { type Address, AddressSchema, EXAMPLE_ADDRESS } from "../lib/address.ts";
 import { errorResponse } from "../lib/schemas.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
-import type { AddressStore } from "../store/addresses.ts";
+import type { AddressStore } from "../store/addresses/repository.ts";
 import { routeAccess } from "../security/access.ts";
 
 /** The per-owner data routes: take one's addresses elsewhere, or have them erased. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { AppError } from "../lib/errors.ts";
-import { openAddressStore } from "../store/addresses.ts";
-import { MAX_ID } from "../store/address_keys.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
+import { MAX_ID } from "../store/addresses/keys.ts";
 
 const input = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
 const isCode = (code: string) => (e: unknown) => e instanceof AppError && e.code === code;

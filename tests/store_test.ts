@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { AppError } from "../lib/errors.ts";
 import type { Book } from "../lib/schemas.ts";
-import { decodeCursor, encodeCursor, openAddressStore } from "../store/addresses.ts";
+import { decodeCursor, encodeCursor } from "../store/addresses/keys.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
 import { openBookStore, seedCatalogue } from "../store/books.ts";
 import { isTransientKvError, withKvRetry } from "../store/kv/retry.ts";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { type Address, addressAt, storedFieldsShape } from "../../lib/address.ts";
-import { MAX_ID } from "../address_keys.ts";
+import { MAX_ID } from "../addresses/keys.ts";
 
 /**
  * The backup file (docs/operations.md): NDJSON, one JSON object per line.

@@ -1,11 +1,10 @@
-import { AppError } from "../lib/errors.ts";
+import { AppError } from "../../lib/errors.ts";
 import {
-  type Address,
   addressAt,
   type AddressInput,
   addressInputOf,
   addressSizeBound,
-} from "../lib/address.ts";
+} from "../../lib/address.ts";
 import {
   ADDRESS_PREFIX,
   addressKey,
@@ -19,10 +18,11 @@ import {
   NEXT_TAKEN,
   ownerKey,
   RECORD_VERSION,
-} from "./address_keys.ts";
-import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "./kv/retry.ts";
-import { settleStoredKeys, type Waiter } from "./idempotency_keys.ts";
-import { type LayoutGuard, NO_GUARD } from "./layout/layout.ts";
+} from "./keys.ts";
+import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts";
+import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
+import { type IdState, idState, readIdState } from "./id_counter.ts";
+import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
 import {
   countOf,
   DEFAULT_MAX_PER_OWNER,
@@ -30,14 +30,7 @@ import {
   quotaExceeded,
   readCounts,
   setCount,
-} from "./owner_counts.ts";
-
-/** A created address; `replayed` when an Idempotency-Key answered with an earlier creation. */
-export interface Created {
-  address: Address;
-  versionstamp: string;
-  replayed: boolean;
-}
+} from "./quota.ts";
 
 /** Tuning of the group commit that allocates ids. */
 export interface AddressStoreOptions {
@@ -73,37 +66,6 @@ function costOf(w: Waiter) {
   };
 }
 
-/** The id counter and NEXT_TAKEN, read in one snapshot. */
-export interface IdState {
-  counter: Deno.KvEntryMaybe<Deno.KvU64>;
-  /** The last id POST handed out (or skipped as taken). */
-  last: number;
-  /**
-   * No address has an id above `last` and below this one; 0 when no address is above `last`;
-   * null when unknown (a KV written before NEXT_TAKEN existed, or a fresh one).
-   */
-  nextTaken: number | null;
-}
-
-/** Reads the counter and NEXT_TAKEN together. */
-export async function readIdState(kv: Deno.Kv): Promise<IdState> {
-  const [counter, nextTaken] = await withKvRetry(() =>
-    kv.getMany<[Deno.KvU64, Deno.KvU64]>([COUNTER, NEXT_TAKEN])
-  );
-  return idState(counter, nextTaken);
-}
-
-function idState(
-  counter: Deno.KvEntryMaybe<Deno.KvU64>,
-  nextTaken: Deno.KvEntryMaybe<Deno.KvU64>,
-): IdState {
-  return {
-    counter,
-    last: counter.value === null ? 0 : Number(counter.value.value),
-    nextTaken: nextTaken.value === null ? null : Number(nextTaken.value.value),
-  };
-}
-
 /** The id state and the counts of a batch's owners; one read when they are few. */
 async function readBatchState(
   kv: Deno.Kv,
@@ -117,21 +79,7 @@ async function readBatchState(
 }
 
 /**
- * Adds to a PUT's atomic operation what creating `id` means for POST's ids. Above the counter,
- * POST might hand the id out next: the counter is checked and rewritten (same value, new
- * versionstamp), so any batch that read it before fails and re-reads, and NEXT_TAKEN comes down
- * to the id. Every write of NEXT_TAKEN rewrites the counter it was read with, so checking the
- * counter covers both.
- */
-export function notePutAt(op: Deno.AtomicOperation, state: IdState, id: number): void {
-  if (id <= state.last) return;
-  op.check(state.counter).set(COUNTER, new Deno.KvU64(BigInt(state.last)));
-  const next = state.nextTaken;
-  if (next !== null && (next === 0 || id < next)) op.set(NEXT_TAKEN, new Deno.KvU64(BigInt(id)));
-}
-
-/**
- * The id allocator: creations waiting in this process are committed together, one counter read
+ * The create batch (group commit): creations waiting in this process are committed together, one counter read
  * and one atomic operation per batch; each is answered only after its batch committed.
  *
  * Why ids stay unique across processes sharing one KV: the counter only advances in an atomic

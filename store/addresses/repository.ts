@@ -1,44 +1,37 @@
-import { AppError } from "../lib/errors.ts";
+import { AppError } from "../../lib/errors.ts";
 import {
   type Address,
   addressAt,
   type AddressInput,
   replaceV1,
   sameAddress,
-} from "../lib/address.ts";
-import {
-  type AddressStoreOptions,
-  type Created,
-  createIdAllocator,
-  notePutAt,
-  readIdState,
-} from "./address_ids.ts";
+} from "../../lib/address.ts";
+import { type AddressStoreOptions, createIdAllocator } from "./create_batch.ts";
+import { type Created, deduplicateInFlight, orphanKeyOf } from "./idempotency.ts";
+import { notePutAt, readIdState } from "./id_counter.ts";
 import {
   addressKey,
   type AddressRecord,
   countKey,
   decodeCursor,
   encodeCursor,
-  idempotencyKey,
-  type IdempotencyRecord,
-  isExpired,
   ownerKey,
   ownerPrefix,
+  ownerRefused,
   RECORD_VERSION,
-} from "./address_keys.ts";
-import { withKvRetry } from "./kv/retry.ts";
-import { NO_GUARD } from "./layout/layout.ts";
+} from "./keys.ts";
+import { withKvRetry } from "../kv/retry.ts";
+import { NO_GUARD } from "../layout/layout.ts";
 import {
+  countForCreate,
   countOf,
   createKeySweeper,
   DEFAULT_MAX_PER_OWNER,
-  quotaExceeded,
   setCount,
-} from "./owner_counts.ts";
+} from "./quota.ts";
 import { eraseOwner, ownerAddresses } from "./owner_data.ts";
 
-export type { AddressStoreOptions, Created };
-export { decodeCursor, encodeCursor };
+export type { AddressStoreOptions };
 
 /**
  * The condition of a conditional write: given the versionstamp of the address as stored, true
@@ -109,27 +102,6 @@ export interface AddressStore {
   erase(owner: string): Promise<number>;
 }
 
-/**
- * Longest owner: with 3 UTF-8 bytes per UTF-16 unit at most, `["idempotency", owner, key]` with
- * a 255-character key stays under KV's 2048-byte key limit.
- */
-export const MAX_OWNER_LENGTH = 512;
-
-/** The 403 for an owner too long to be part of a KV key; undefined for any other. */
-function ownerRefused(owner: string): AppError | undefined {
-  if (owner.length > MAX_OWNER_LENGTH) {
-    return new AppError(
-      "forbidden",
-      `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
-    );
-  }
-  // KV encodes key strings as UTF-8: a lone surrogate would become U+FFFD, another owner's key.
-  if (!owner.isWellFormed()) {
-    return new AppError("forbidden", "An owner (the token's sub) must be well-formed Unicode.");
-  }
-  return undefined;
-}
-
 /** Throws 412 unless `expected` is absent or accepts the current version of address `id`. */
 function checkExpected(expected: Precondition | undefined, versionstamp: string, id: number) {
   if (expected !== undefined && !expected(versionstamp)) throw preconditionFailed(id);
@@ -147,42 +119,16 @@ function notFound(id: number): AppError {
 }
 
 /**
- * Opens the address book on a KV handle (see address_keys.ts for the layout and address_ids.ts
- * for how ids are allocated). Every write of an address sets its record and its owner-index entry
- * in one atomic operation that checks the record, so the two never disagree.
+ * Opens the address book on a KV handle (keys.ts has the layout, create_batch.ts how POST
+ * allocates ids, idempotency.ts and quota.ts the rest of a creation). Every write of an address
+ * sets its record and its owner-index entry in one atomic operation that checks the record, so
+ * the two never disagree.
  */
 export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {}): AddressStore {
   const guard = options.guard ?? NO_GUARD;
   const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_PER_OWNER;
   const sweeper = createKeySweeper(kv, guard);
-  const { allocate } = createIdAllocator(kv, options, sweeper);
-  // Keyed creations running in this process, so a duplicate waits for the first and replays it.
-  const running = new Map<string, { input: AddressInput; done: Promise<Created> }>();
-
-  async function create(owner: string, input: AddressInput, key?: string): Promise<Created> {
-    if (key === undefined) return await allocate(owner, input);
-    const slot = JSON.stringify([owner, key]);
-    for (let first = running.get(slot); first !== undefined; first = running.get(slot)) {
-      if (!sameAddress(first.input, input)) {
-        throw new AppError(
-          "request-in-progress",
-          "A request with this Idempotency-Key and another body is still in progress.",
-        );
-      }
-      try {
-        return { ...(await first.done), replayed: true };
-      } catch {
-        // The first attempt failed and stored nothing: this request tries itself.
-      }
-    }
-    const done = allocate(owner, input, key);
-    running.set(slot, { input, done });
-    try {
-      return await done;
-    } finally {
-      running.delete(slot);
-    }
-  }
+  const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
 
   function read(id: number) {
     return withKvRetry(() => kv.get<AddressRecord>(addressKey(id)));
@@ -209,15 +155,6 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     if (result.ok) return { address, versionstamp: result.versionstamp };
     await guard.afterConflict();
     return null;
-  }
-
-  /** Reads the owner's count; past the quota, sweeps expired keys once, then refuses. */
-  async function countForCreate(owner: string): Promise<Deno.KvEntryMaybe<Deno.KvU64>> {
-    for (let swept = false;; swept = true) {
-      const count = await withKvRetry(() => kv.get<Deno.KvU64>(countKey(owner)));
-      if (countOf(count) < maxPerOwner) return count;
-      if (swept || await sweeper.maybeSweep(owner) === 0) throw quotaExceeded(maxPerOwner);
-    }
   }
 
   async function put(owner: string, id: number, input: AddressInput, expected?: Precondition) {
@@ -260,7 +197,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         continue;
       }
       if (expected !== undefined) throw preconditionFailed(id);
-      const count = await countForCreate(owner);
+      const count = await countForCreate(kv, sweeper, owner, maxPerOwner);
       const record: AddressRecord = { v: RECORD_VERSION, owner, address };
       const op = guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null })
         .check(count)
@@ -309,28 +246,8 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       checkExpected(expected, entry.versionstamp, id);
       const op = guard.check(kv.atomic()).check(entry).check(count)
         .delete(addressKey(id)).delete(ownerKey(owner, id));
-      let released = 1;
-      if (entry.value.key !== undefined) {
-        const keyed = await withKvRetry(() =>
-          kv.get<IdempotencyRecord>(idempotencyKey(owner, entry.value!.key!))
-        );
-        const kept = keyed.value;
-        if (kept !== null && kept.address.id === id && !kept.orphan) {
-          op.check(keyed);
-          if (isExpired(kept, Date.now())) op.delete(keyed.key);
-          else {
-            // Kept without expiry: only a sweep may delete it, giving the unit back.
-            const orphan: IdempotencyRecord = {
-              ...kept,
-              orphan: true,
-              versionstamp: kept.versionstamp ?? keyed.versionstamp,
-            };
-            op.set(keyed.key, orphan);
-            released = 0;
-          }
-        }
-      }
-      setCount(op, owner, countOf(count) - released);
+      const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
+      setCount(op, owner, countOf(count) - (keyHolds ? 0 : 1));
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return;
       await guard.afterConflict();
