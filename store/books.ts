@@ -1,4 +1,5 @@
 import type { Book } from "../lib/schemas.ts";
+import { fittingRuns, keySize, valueSize } from "./kv/atomic_budget.ts";
 import { withKvRetry } from "./kv/retry.ts";
 
 /** Read access to the book catalogue. */
@@ -20,8 +21,6 @@ export interface BookStore {
 
 const BOOK_PREFIX = ["books"] as const;
 const SEEDED_MARKER = ["catalogue", "seeded"] as const;
-// Deno KV allows at most 1000 mutations per atomic operation; stay well below.
-const SEED_CHUNK = 200;
 
 /**
  * Seeds the catalogue once (idempotent: writing the same book twice is harmless, and the marker
@@ -54,9 +53,15 @@ export function createBookStore(books: readonly Book[]): BookStore {
 export async function seedCatalogue(kv: Deno.Kv, seed: readonly Book[]): Promise<boolean> {
   const marker = await withKvRetry(() => kv.get(SEEDED_MARKER));
   if (marker.value !== null) return false;
-  for (let i = 0; i < seed.length; i += SEED_CHUNK) {
+  const keyOf = (book: Book): Deno.KvKey => [...BOOK_PREFIX, book.id];
+  const cost = (book: Book) => ({
+    mutations: 1,
+    keyBytes: keySize(keyOf(book)),
+    valueBytes: valueSize(book),
+  });
+  for (const books of fittingRuns(seed, cost)) {
     const op = kv.atomic();
-    for (const book of seed.slice(i, i + SEED_CHUNK)) op.set([...BOOK_PREFIX, book.id], book);
+    for (const book of books) op.set(keyOf(book), book);
     await withKvRetry(() => op.commit());
   }
   const done = await withKvRetry(() =>

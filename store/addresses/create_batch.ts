@@ -19,6 +19,7 @@ import {
   ownerKey,
   RECORD_VERSION,
 } from "./keys.ts";
+import { atomicBudget, type Cost } from "../kv/atomic_budget.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts";
 import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
 import { type IdState, idState, readIdState } from "./id_counter.ts";
@@ -34,7 +35,7 @@ import {
 
 /** Tuning of the group commit that allocates ids. */
 export interface AddressStoreOptions {
-  /** Most creations committed in one atomic operation (KV allows 1000 mutations, 100 checks). */
+  /** Most creations committed in one atomic operation (also bounded by KV's limits). */
   maxBatch?: number;
   /** Conflicts on the counter (other processes) retried before giving up with 503. */
   maxConflicts?: number;
@@ -44,25 +45,26 @@ export interface AddressStoreOptions {
   guard?: LayoutGuard;
 }
 
-// Deno KV limits one atomic operation to 1000 mutations, 100 checks, 800 KiB of mutation data
-// and 80 KiB of keys; a batch stays below each.
-// The counter takes one mutation and one check, NEXT_TAKEN one mutation, the layout one check;
-// each owner in the batch one check and one mutation (the count).
-const MAX_MUTATIONS = 997;
-const MAX_CHECKS = 98;
-const MAX_VALUE_BYTES = 700_000;
-const MAX_KEY_BYTES = 70_000;
+// Besides its creations a batch checks the layout and the counter, and writes the counter and
+// NEXT_TAKEN (one mutation spare); each owner's count is part of the owner's first creation.
+const BATCH_RESERVE = { checks: 2, mutations: 3 };
 
-/** Upper bounds of what a creation adds to its atomic operation (UTF-16 units × 3 ≥ UTF-8). */
-function costOf(w: Waiter) {
+/**
+ * Upper bounds of what a creation adds to its atomic operation (UTF-16 units × 3 ≥ UTF-8): the
+ * record and index entry, its key record if keyed, and, for an owner new to the batch, the check
+ * and write of their count.
+ */
+function costOf(w: Waiter, newOwner: boolean): Cost {
   const fields = addressSizeBound(w.input);
   const keyed = w.key === undefined ? 0 : 1;
+  const counted = newOwner ? 1 : 0;
   const ownerBytes = w.owner.length * 3;
   return {
-    mutations: 2 + keyed,
-    checks: keyed,
-    values: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 120),
-    keys: 2 * ownerBytes + 64 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32),
+    mutations: 2 + keyed + counted,
+    checks: keyed + counted,
+    valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 120),
+    keyBytes: 2 * ownerBytes + 64 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
+      counted * (ownerBytes + 32),
   };
 }
 
@@ -229,24 +231,13 @@ export function createIdAllocator(
 
   /** Takes the next batch off the queue within KV's limits for one atomic operation. */
   function takeBatch(): Waiter[] {
-    let mutations = 0, checks = 0, values = 0, keys = 0, n = 0;
+    const budget = atomicBudget(BATCH_RESERVE);
     const owners = new Set<string>();
+    let n = 0;
     while (n < queue.length && n < maxBatch) {
       const w = queue[n]!;
-      const cost = costOf(w);
-      // A new owner adds the check and the write of their count.
-      const counted = owners.has(w.owner) ? 0 : 1;
-      const m = cost.mutations + counted;
-      const c = cost.checks + counted;
-      const k = cost.keys + counted * (w.owner.length * 3 + 32);
-      if (
-        n > 0 && (mutations + m > MAX_MUTATIONS || checks + c > MAX_CHECKS ||
-          values + cost.values > MAX_VALUE_BYTES || keys + k > MAX_KEY_BYTES)
-      ) break;
-      mutations += m;
-      checks += c;
-      values += cost.values;
-      keys += k;
+      // The first creation goes whatever its size: alone it is within KV's limits.
+      if (!budget.take(costOf(w, !owners.has(w.owner))) && n > 0) break;
       owners.add(w.owner);
       n++;
     }
