@@ -15,6 +15,7 @@ import {
   REQUIRED_FIELD_NAMES,
 } from "../lib/address.ts";
 import { exportKv } from "../store/backup/export.ts";
+import { BackupLineError } from "../store/backup/format.ts";
 import { importKv, ImportRefused } from "../store/backup/import.ts";
 import { CURRENT_LAYOUT, LAYOUT_KEY } from "../store/layout/layout.ts";
 import { withKv } from "./support/kv_tools.ts";
@@ -244,6 +245,18 @@ Deno.test("backup: every field survives export and import; an address differing 
     // The same file again: every address already there.
     const again = await withKv(target, (kv) => importKv(kv, "target", file));
     assert.equal(again.present, stored.length);
+
+    // A member this version does not know (a newer version's field) is refused, not dropped.
+    const lines = text.split("\n");
+    const second = JSON.parse(lines[1]!);
+    lines[1] = JSON.stringify({ ...second, address: { ...second.address, fieldOfTomorrow: "x" } });
+    const newer = () => Promise.resolve(new Blob([lines.join("\n")]).stream());
+    await withKv(":memory:", async (kv) => {
+      await assert.rejects(
+        importKv(kv, "target", newer),
+        (e) => e instanceof BackupLineError && e.line === 2 && /fieldOfTomorrow/.test(e.message),
+      );
+    });
 
     // A target holding the first address with one field another: not already there.
     const first = stored[0]!;

@@ -52,14 +52,19 @@ const HeaderSchema = z.object({
 });
 
 // A backup keeps what was stored, which may predate today's input rules: the shape is checked,
-// and lengths only as far as one KV value allows.
+// and lengths only as far as one KV value allows. An address member this version does not know
+// refuses the line: the file comes from a version with another field, which importing it here
+// would silently drop (docs/storage.md, "Changing an address's fields").
 const text = z.string().max(2000);
 
 const LineSchema = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("address"),
     owner: z.string().max(512).refine((s) => s.isWellFormed(), "must be well-formed Unicode"),
-    address: z.object({ id: z.number().int().positive().max(MAX_ID), ...storedFieldsShape(text) }),
+    address: z.strictObject({
+      id: z.number().int().positive().max(MAX_ID),
+      ...storedFieldsShape(text),
+    }),
   }),
   z.object({ kind: z.literal("counters"), addressId: z.number().int().min(0).max(MAX_ID) }),
   z.object({ kind: z.literal("end"), addresses: z.number().int().min(0) }),
