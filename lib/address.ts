@@ -142,19 +142,24 @@ export type AddressPatch = z.infer<typeof AddressPatchSchema>;
 
 type Fields = Partial<Record<AddressFieldName, string>>;
 
-/** The fields of `input` alone (nothing else is ever stored), absent optional ones left out. */
-export function addressInputOf(input: AddressInput): AddressInput {
-  const out: Fields = {};
+/** Copies the fields of `from` onto `to` in the table's order, absent optional ones left out. */
+function copyFields<T extends object>(from: AddressInput, to: T): T & Fields {
+  const out = to as T & Fields;
   for (const name of ADDRESS_FIELD_NAMES) {
-    const value = (input as Fields)[name];
+    const value = (from as Fields)[name];
     if (value !== undefined) out[name] = value;
   }
-  return out as AddressInput;
+  return out;
+}
+
+/** The fields of `input` alone (nothing else is ever stored). */
+export function addressInputOf(input: AddressInput): AddressInput {
+  return copyFields(input, {}) as AddressInput;
 }
 
 /** The address stored at `id` from an input: its fields alone, in the table's order. */
 export function addressAt(id: number, input: AddressInput): Address {
-  return { id, ...addressInputOf(input) } as Address;
+  return copyFields(input, { id }) as Address;
 }
 
 /** True when two addresses (or inputs) have the same fields; ids are not compared. */
@@ -186,12 +191,12 @@ export const V1_KEPT = ADDRESS_FIELD_NAMES.filter((name) => FIELDS[name].keptByV
 
 /** What a version 1 PUT makes of the existing address `current` with the body `input`. */
 export function replaceV1(current: Address, input: AddressInput): Address {
-  const out: Fields = {};
+  const out: Fields & { id: number } = { id: current.id };
   for (const name of ADDRESS_FIELD_NAMES) {
     const value = ((FIELDS[name].keptByV1Put ? current : input) as Fields)[name];
     if (value !== undefined) out[name] = value;
   }
-  return { id: current.id, ...out } as Address;
+  return out as Address;
 }
 
 /**
