@@ -4,7 +4,7 @@
 // and prints one JSON line with its time, CPU and peak memory, for the 1M-address scaling row.
 import { ADDRESS_INPUT } from "./addresses_contenders.ts";
 import { cpuSeconds } from "./proc.ts";
-import { openAddressStore } from "../store/addresses.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
 import { openLayout } from "../store/layout/migrate.ts";
 
 /** Creations in flight while seeding; the store commits them in batches of `SEED_BATCH`. */

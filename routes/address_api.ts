@@ -12,9 +12,16 @@ import {
 } from "../lib/http/openapi.ts";
 import {
   AddressInputSchema,
+  AddressPatchSchema,
+  AddressSchema,
+  fieldListText,
+  MERGE_PATCH_NULL_RULE,
+  V1_KEPT,
+  V1_REPLACED,
+} from "../lib/address.ts";
+import {
   AddressListQuerySchema,
   AddressPageSchema,
-  AddressSchema,
   errorResponse,
   IdParamSchema,
 } from "../lib/schemas.ts";
@@ -36,9 +43,6 @@ const jsonBody = {
     [VENDOR_JSON_V2]: { schema: ADDRESS_INPUT_REF },
   },
 } as const;
-
-/** A JSON Merge Patch of an address: members sent change; `null` is not allowed (all required). */
-export const AddressPatchSchema = AddressInputSchema.partial().openapi("AddressMergePatch");
 
 /** Idempotency-Key (IETF httpapi draft): 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -163,16 +167,17 @@ export const putAddress = createRoute({
   path: "/addresses/{id}",
   operationId: "putAddress",
   tags: ["addresses"],
-  summary: "Version 1: replace city and postal code, or create with a new id. Version 2: store " +
-    "at this id",
+  summary: `Version 1: replace ${fieldListText(V1_REPLACED, true)}, or create with a new id. ` +
+    "Version 2: store at this id",
   description: "Version 1 (`application/json`, spec 4.6): the caller's existing address gets " +
-    "city and postalCode from the body and keeps its name (200); otherwise (absent, or another " +
-    "owner's) the body is stored as a new address with a generated id (201, Location of that " +
-    `id).\n\nVersion 2 (\`${VENDOR_JSON_V2}\` in Content-Type or Accept, RFC 9110): an absent ` +
-    "id is created at that id (201, Location of the path; any id from 1 to 2^53-1); the " +
-    "caller's existing address is replaced whole, name included (200); repeating the request " +
-    "leaves the same state. An id another owner holds is 409 `id-taken`.\n\nNeeds the scope " +
-    "`addresses:write` when authentication is on.",
+    `${fieldListText(V1_REPLACED)} from the body and keeps its ${fieldListText(V1_KEPT)} (200); ` +
+    "otherwise (absent, or another owner's) the body is stored as a new address with a " +
+    "generated id (201, Location of that id).\n\nVersion 2 " +
+    `(\`${VENDOR_JSON_V2}\` in Content-Type or Accept, RFC 9110): an absent id is created at ` +
+    "that id (201, Location of the path; any id from 1 to 2^53-1); the caller's existing " +
+    `address is replaced whole, ${fieldListText(V1_KEPT)} included (200); repeating the ` +
+    "request leaves the same state. An id another owner holds is 409 `id-taken`.\n\nNeeds " +
+    "the scope `addresses:write` when authentication is on.",
   request: { params: IdParamSchema, headers: IfMatchHeaderSchema, body: jsonBody },
   responses: {
     200: addressResponse("Updated"),
@@ -198,10 +203,10 @@ export const patchAddress = createRoute({
   operationId: "patchAddress",
   tags: ["addresses"],
   summary: "Change some members of an address (JSON Merge Patch, RFC 7396)",
-  description: "Only the members sent change; unknown members are ignored; `null` (removing a " +
-    "member) is 400 `invalid-field` because every member is required. Another Content-Type is " +
-    `415 with \`Accept-Patch: ${MERGE_PATCH_JSON}\`. Needs the scope \`addresses:write\` when ` +
-    "authentication is on.",
+  description:
+    `Only the members sent change; unknown members are ignored; ${MERGE_PATCH_NULL_RULE} ` +
+    `Another Content-Type is 415 with \`Accept-Patch: ${MERGE_PATCH_JSON}\`. Needs the scope ` +
+    "`addresses:write` when authentication is on.",
   request: {
     params: IdParamSchema,
     headers: IfMatchHeaderSchema,

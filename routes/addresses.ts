@@ -2,14 +2,15 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ADDRESS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
+import { ifMatchHits, versionEtag } from "../lib/http/etag.ts";
 import {
   addressResponseType,
   isVersion2,
   jsonHeaders,
   negotiateJson,
 } from "../lib/http/negotiate.ts";
-import type { Address } from "../lib/schemas.ts";
-import type { AddressStore, StoredAddress } from "../store/addresses.ts";
+import { type Address, mergePatch } from "../lib/address.ts";
+import type { AddressStore, Precondition, StoredAddress } from "../store/addresses/repository.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
 import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
@@ -23,16 +24,10 @@ import {
   putAddress,
 } from "./address_api.ts";
 
-/** Strong ETag of a stored address: its KV versionstamp. */
-export function etagOf(stored: StoredAddress): string {
-  return `"${stored.versionstamp}"`;
-}
-
-/** Parses If-Match into versionstamps (`*` kept); undefined when the header is absent. */
-export function parseIfMatch(header: string | undefined): string[] | undefined {
-  if (header === undefined) return undefined;
-  return header.split(",").map((t) => t.trim().replace(/^W\//, "").replace(/^"(.*)"$/, "$1"))
-    .filter((t) => t.length > 0);
+/** The store's precondition of a write with `If-Match` (strong comparison); none without. */
+function expectedBy(ifMatch: string | undefined): Precondition | undefined {
+  if (ifMatch === undefined) return undefined;
+  return (versionstamp) => ifMatchHits(ifMatch, versionEtag(versionstamp));
 }
 
 // The request id and nosniff are in the headers built here: the edge adding them to a finished
@@ -46,7 +41,11 @@ function addressJson(
 ): Response {
   return new Response(JSON.stringify(stored.address), {
     status,
-    headers: { ...jsonHeaders(type, c.get("requestId")), "etag": etagOf(stored), ...extra },
+    headers: {
+      ...jsonHeaders(type, c.get("requestId")),
+      "etag": versionEtag(stored.versionstamp),
+      ...extra,
+    },
   });
 }
 
@@ -108,7 +107,7 @@ export function addressRoutes(
     if (!stored) throw new AppError("address-not-found", `No address has id ${id}.`);
     return preEncoded(conditionalJson(JSON.stringify(stored.address), {
       type,
-      etag: etagOf(stored),
+      etag: versionEtag(stored.versionstamp),
       cacheControl: ADDRESS_CACHE_CONTROL,
       requestId: c.get("requestId"),
       ifNoneMatch: c.req.valid("header")["if-none-match"],
@@ -118,13 +117,13 @@ export function addressRoutes(
   app.openapi(putAddress, async (c) => {
     const type = writeType(c);
     const { id } = c.req.valid("param");
-    const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
+    const expected = expectedBy(c.req.valid("header")["if-match"]);
     const owner = c.get("caller").owner;
     const input = c.req.valid("json");
     const v2 = isVersion2(c.req.header("accept"), c.req.header("content-type"));
     const stored = v2
-      ? await addresses.putAt(owner, id, input, ifMatch)
-      : await addresses.put(owner, id, input, ifMatch);
+      ? await addresses.putAt(owner, id, input, expected)
+      : await addresses.put(owner, id, input, expected);
     return preEncoded(
       stored.created ? created(c, stored, type) : addressJson(c, stored, 200, type),
     );
@@ -134,20 +133,16 @@ export function addressRoutes(
     const type = negotiateJson(c.req.header("accept"));
     const { id } = c.req.valid("param");
     const patch = c.req.valid("json");
-    const change = (current: Address) => ({
-      name: patch.name ?? current.name,
-      city: patch.city ?? current.city,
-      postalCode: patch.postalCode ?? current.postalCode,
-    });
-    const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
-    const stored = await addresses.patch(c.get("caller").owner, id, change, ifMatch);
+    const change = (current: Address) => mergePatch(current, patch);
+    const expected = expectedBy(c.req.valid("header")["if-match"]);
+    const stored = await addresses.patch(c.get("caller").owner, id, change, expected);
     return preEncoded(addressJson(c, stored, 200, type));
   });
 
   app.openapi(deleteAddress, async (c) => {
     const { id } = c.req.valid("param");
-    const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
-    await addresses.delete(c.get("caller").owner, id, ifMatch);
+    const expected = expectedBy(c.req.valid("header")["if-match"]);
+    await addresses.delete(c.get("caller").owner, id, expected);
     return preEncoded(new Response(null, { status: 204 }));
   });
 }

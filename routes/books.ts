@@ -13,6 +13,7 @@ import type { BookStore } from "../store/books.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { negotiateJson } from "../lib/http/negotiate.ts";
 import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
+import { contentEtag } from "../lib/http/etag.ts";
 import { routeAccess } from "../security/access.ts";
 
 /** Where the catalogue is read, as the routes define it (and the answers in front of them read). */
@@ -21,13 +22,44 @@ export const BOOKS_PATH = "/rest/books";
 export const BOOK_ROUTE = "/api/book/{id}";
 export const BOOK_PATH_PREFIX = BOOK_ROUTE.slice(0, BOOK_ROUTE.indexOf("{"));
 
+/** A catalogue representation as sent: its JSON text and strong ETag. */
+export interface Encoded {
+  body: string;
+  etag: string;
+}
+
+/** The catalogue's representations: the list and each book. */
+export interface EncodedCatalogue {
+  list: Encoded;
+  /** One book's, or undefined for an id no book has. */
+  get(id: number): Encoded | undefined;
+}
+
+const encodedCatalogues = new WeakMap<BookStore, EncodedCatalogue>();
+
+/**
+ * The representations of a catalogue with their ETags, hashed once per store (a catalogue does
+ * not change while it is served) and shared by the routes and the answers in front of them.
+ */
+export function encodedCatalogue(books: BookStore): EncodedCatalogue {
+  const known = encodedCatalogues.get(books);
+  if (known !== undefined) return known;
+  const encoder = new TextEncoder();
+  const encode = (body: string): Encoded => ({ body, etag: contentEtag(encoder.encode(body)) });
+  const byId = new Map<number, Encoded>();
+  for (const book of books.list()) byId.set(book.id, encode(books.getJson(book.id)!));
+  const encoded: EncodedCatalogue = { list: encode(books.listJson()), get: (id) => byId.get(id) };
+  encodedCatalogues.set(books, encoded);
+  return encoded;
+}
+
 /**
  * The answer to a GET of a catalogue representation (the list or one book), the one both the
  * routes and the answers in front of the router give: the bytes and ETag the store encoded once,
  * the negotiated `type`, and a 304 when `If-None-Match` matches.
  */
 export function catalogueAnswer(
-  encoded: { body: string; etag: string },
+  encoded: Encoded,
   request: { type: string; requestId: string; ifNoneMatch: string | null | undefined },
 ): Response {
   return conditionalJson(encoded.body, {
@@ -83,9 +115,9 @@ const getBook = createRoute({
 
 /** REST routes of the book catalogue. Bodies are pre-encoded by the store. */
 export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
+  const catalogue = encodedCatalogue(books);
   app.openapi(listBooks, (c) => {
-    const encoded = { body: books.listJson(), etag: books.listEtag() };
-    return preEncoded(catalogueAnswer(encoded, {
+    return preEncoded(catalogueAnswer(catalogue.list, {
       type: negotiateJson(c.req.header("accept")),
       requestId: c.get("requestId"),
       ifNoneMatch: c.req.header("if-none-match"),
@@ -95,9 +127,9 @@ export function booksRoutes(books: BookStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(getBook, (c) => {
     const { id } = c.req.valid("param");
     const type = negotiateJson(c.req.header("accept"));
-    const body = books.getJson(id);
-    if (body === undefined) throw new AppError("book-not-found", `No book has id ${id}.`);
-    return preEncoded(catalogueAnswer({ body, etag: books.getEtag(id)! }, {
+    const encoded = catalogue.get(id);
+    if (encoded === undefined) throw new AppError("book-not-found", `No book has id ${id}.`);
+    return preEncoded(catalogueAnswer(encoded, {
       type,
       requestId: c.get("requestId"),
       ifNoneMatch: c.req.header("if-none-match"),

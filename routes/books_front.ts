@@ -5,7 +5,14 @@ import { ID_PATTERN } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
 import type { Inner } from "../server/handler.ts";
 import { acceptableJson } from "../lib/http/negotiate.ts";
-import { BOOK_PATH_PREFIX, BOOK_ROUTE, BOOKS_PATH, catalogueAnswer } from "./books.ts";
+import {
+  BOOK_PATH_PREFIX,
+  BOOK_ROUTE,
+  BOOKS_PATH,
+  catalogueAnswer,
+  type Encoded,
+  encodedCatalogue,
+} from "./books.ts";
 
 /**
  * Answers the successful catalogue reads, `GET /rest/books` and `GET /api/book/{id}` of a book
@@ -18,20 +25,20 @@ import { BOOK_PATH_PREFIX, BOOK_ROUTE, BOOKS_PATH, catalogueAnswer } from "./boo
  * way the route's schema refuses) goes to `app`, so errors are still rendered in one place.
  */
 export function withHotReads(deps: { books: BookStore; logger: Logger }, app: Inner): Inner {
-  const { books, logger } = deps;
+  const { logger } = deps;
+  const catalogue = encodedCatalogue(deps.books);
   return (request, admission) => {
     if (request.method !== "GET") return app(request, admission);
     const started = performance.now();
     const path = admission.path;
-    let encoded: { body: string; etag: string } | undefined;
+    let encoded: Encoded | undefined;
     let route: string | undefined;
     if (path === BOOKS_PATH) {
-      encoded = { body: books.listJson(), etag: books.listEtag() };
+      encoded = catalogue.list;
       route = BOOKS_PATH;
     } else if (path.startsWith(BOOK_PATH_PREFIX)) {
       const id = path.slice(BOOK_PATH_PREFIX.length);
-      const body = ID_PATTERN.test(id) ? books.getJson(Number(id)) : undefined;
-      if (body !== undefined) encoded = { body, etag: books.getEtag(Number(id))! };
+      if (ID_PATTERN.test(id)) encoded = catalogue.get(Number(id));
       route = BOOK_ROUTE;
     }
     if (encoded === undefined) return app(request, admission);

@@ -1,13 +1,14 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { ADDRESS_CACHE_CONTROL } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
+import { ifMatchHits } from "../lib/http/etag.ts";
 import { preferredMediaType } from "../lib/http/accept.ts";
 import { jsonHeaders } from "../lib/http/negotiate.ts";
 import { IfMatchSchema, SCOPED_RESPONSES } from "../lib/http/openapi.ts";
-import { type Address, AddressSchema, errorResponse } from "../lib/schemas.ts";
+import { type Address, AddressSchema, EXAMPLE_ADDRESS } from "../lib/address.ts";
+import { errorResponse } from "../lib/schemas.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
-import type { AddressStore } from "../store/addresses.ts";
-import { parseIfMatch } from "./addresses.ts";
+import type { AddressStore } from "../store/addresses/repository.ts";
 import { routeAccess } from "../security/access.ts";
 
 /** The per-owner data routes: take one's addresses elsewhere, or have them erased. */
@@ -46,7 +47,7 @@ export const exportAddresses = createRoute({
         [NDJSON]: {
           schema: AddressSchema,
           // The schema and example of one line.
-          example: { id: 1, name: "Ada Lovelace", city: "London", postalCode: "W1J 7NT" },
+          example: EXAMPLE_ADDRESS,
         },
         "application/json": { schema: AddressExportSchema },
       },
@@ -157,14 +158,15 @@ export function ownerDataRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv
   });
 
   app.openapi(eraseAddresses, async (c) => {
-    const ifMatch = parseIfMatch(c.req.valid("header")["if-match"]);
+    const ifMatch = c.req.valid("header")["if-match"];
     if (ifMatch === undefined) {
       throw new AppError(
         "precondition-required",
         "Erasing all addresses needs the confirmation If-Match: *.",
       );
     }
-    if (!ifMatch.includes("*")) {
+    // The collection has no ETag of its own: only `*` matches it.
+    if (!ifMatchHits(ifMatch, undefined)) {
       throw new AppError(
         "precondition-failed",
         "The address collection has no ETag; If-Match: * confirms the erasure.",

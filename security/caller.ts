@@ -1,3 +1,5 @@
+import { ANONYMOUS_OWNER } from "../store/addresses/keys.ts";
+
 /** Who is calling, as the gate decided; every protocol reads it, none decides it. */
 export interface Caller {
   /** Owner of the addresses this caller creates and sees: the token's `sub`, or the anonymous owner. */
@@ -7,9 +9,6 @@ export interface Caller {
   /** Scopes the verified token grants (empty without a token). */
   scopes: ReadonlySet<string>;
 }
-
-/** Owner of every address created while authentication is off (and of those stored before it). */
-export const ANONYMOUS_OWNER = "";
 
 /** The caller when authentication is off. */
 export const ANONYMOUS: Caller = Object.freeze({

@@ -1,5 +1,5 @@
 import type { Book } from "../lib/schemas.ts";
-import { contentEtag } from "../lib/http/conditional.ts";
+import { fittingRuns, keySize, valueSize } from "./kv/atomic_budget.ts";
 import { withKvRetry } from "./kv/retry.ts";
 
 /** Read access to the book catalogue. */
@@ -15,18 +15,12 @@ export interface BookStore {
   listJson(): string;
   /** The JSON text of one book, made once, or undefined. */
   getJson(id: number): string | undefined;
-  /** Strong ETag of `listJson()`, computed once. */
-  listEtag(): string;
-  /** Strong ETag of `getJson(id)`, computed once, or undefined. */
-  getEtag(id: number): string | undefined;
   /** True once the catalogue has been seeded and loaded. */
   isReady(): boolean;
 }
 
 const BOOK_PREFIX = ["books"] as const;
 const SEEDED_MARKER = ["catalogue", "seeded"] as const;
-// Deno KV allows at most 1000 mutations per atomic operation; stay well below.
-const SEED_CHUNK = 200;
 
 /**
  * Seeds the catalogue once (idempotent: writing the same book twice is harmless, and the marker
@@ -44,20 +38,13 @@ export async function openBookStore(kv: Deno.Kv, seed: readonly Book[]): Promise
 export function createBookStore(books: readonly Book[]): BookStore {
   const frozen = Object.freeze(books.map((b) => Object.freeze({ ...b })));
   const byId = new Map(frozen.map((b) => [b.id, b]));
-  const encoder = new TextEncoder();
   const json = JSON.stringify(frozen);
   const jsonById = new Map(frozen.map((b) => [b.id, JSON.stringify(b)]));
-  const etag = contentEtag(encoder.encode(json));
-  const etagById = new Map(
-    [...jsonById].map(([id, text]) => [id, contentEtag(encoder.encode(text))]),
-  );
   return {
     list: () => frozen,
     get: (id) => byId.get(id),
     listJson: () => json,
     getJson: (id) => jsonById.get(id),
-    listEtag: () => etag,
-    getEtag: (id) => etagById.get(id),
     isReady: () => true,
   };
 }
@@ -66,9 +53,15 @@ export function createBookStore(books: readonly Book[]): BookStore {
 export async function seedCatalogue(kv: Deno.Kv, seed: readonly Book[]): Promise<boolean> {
   const marker = await withKvRetry(() => kv.get(SEEDED_MARKER));
   if (marker.value !== null) return false;
-  for (let i = 0; i < seed.length; i += SEED_CHUNK) {
+  const keyOf = (book: Book): Deno.KvKey => [...BOOK_PREFIX, book.id];
+  const cost = (book: Book) => ({
+    mutations: 1,
+    keyBytes: keySize(keyOf(book)),
+    valueBytes: valueSize(book),
+  });
+  for (const books of fittingRuns(seed, cost)) {
     const op = kv.atomic();
-    for (const book of seed.slice(i, i + SEED_CHUNK)) op.set([...BOOK_PREFIX, book.id], book);
+    for (const book of books) op.set(keyOf(book), book);
     await withKvRetry(() => op.commit());
   }
   const done = await withKvRetry(() =>

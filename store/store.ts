@@ -1,5 +1,9 @@
 import type { Book } from "../lib/schemas.ts";
-import { type AddressStore, type AddressStoreOptions, openAddressStore } from "./addresses.ts";
+import {
+  type AddressStore,
+  type AddressStoreOptions,
+  openAddressStore,
+} from "./addresses/repository.ts";
 import { type BookStore, openBookStore } from "./books.ts";
 import { type MigrationProgressEvent, openLayout } from "./layout/migrate.ts";
 

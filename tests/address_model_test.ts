@@ -8,7 +8,13 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { FUZZ_SCALE, FUZZ_SEED } from "./support/fuzz.ts";
 import { validAddress } from "./support/fuzz_http.ts";
-import { type Address, addressBook, type AddressInput as Input, V2 } from "./support/requests.ts";
+import {
+  type Address,
+  addressBook,
+  type AddressInput as Input,
+  named,
+  V2,
+} from "./support/requests.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 
 /** The model: what the address book must hold, the ids the server generated, idempotency keys. */
@@ -37,7 +43,7 @@ interface Real {
 }
 
 function trimmed(input: Input): Input {
-  return { name: input.name.trim(), city: input.city.trim(), postalCode: input.postalCode.trim() };
+  return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, v.trim()])) as Input;
 }
 
 /** Picks an id: one the model holds (by index), or one it does not (never used, or deleted). */
@@ -97,9 +103,9 @@ class Put implements fc.AsyncCommand<Model, Real> {
     const input = trimmed(this.input);
     const existing = model.addresses.get(id);
     if (existing) {
-      // Spec 4.6 rule 1: city and postalCode from the body, the name kept.
+      // Version 1: every field from the body, but the name kept.
       assert.equal(res.status, 200);
-      const updated = { ...existing, city: input.city, postalCode: input.postalCode };
+      const updated = { ...input, id, name: existing.name };
       assert.deepEqual(body, updated);
       model.addresses.set(id, updated);
     } else {
@@ -254,7 +260,7 @@ const commands = [
   ),
   fc.tuple(fc.constantFrom("k1", "k2", "k3"), fc.constantFrom(0, 1), validAddress).map((
     [k, same, a],
-  ) => new IdempotentCreate(k, same === 0 ? { name: "Idem", city: "Same", postalCode: "1" } : a)),
+  ) => new IdempotentCreate(k, same === 0 ? named("Idem") : a)),
   idChoice.map((c) => new Delete(c)),
   idChoice.map((c) => new Get(c)),
   fc.integer({ min: 1, max: 7 }).map((n) => new List(n)),

@@ -4,7 +4,7 @@
  * (tests/support/contract.ts).
  */
 import assert from "node:assert/strict";
-import { createBooksClient, MERGE_PATCH, V2 } from "../clients/books_client.ts";
+import { createBooksClient, MERGE_PATCH, type Schemas, V2 } from "../clients/books_client.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
@@ -23,7 +23,7 @@ Deno.test("the generated client drives the address book over a socket", async (t
       assert.deepEqual(one.data, list.data![0]);
     });
 
-    let ada: { id: number; name: string; city: string; postalCode: string };
+    let ada: Schemas["Address"];
     await t.step("create: 201 with Location and the stored address", async () => {
       const { data, response } = await api.POST("/addresses", { body: ADA });
       assert.equal(response.status, 201);

@@ -1,15 +1,12 @@
 /**
- * lib/http/conditional.ts: strong ETags, If-None-Match (RFC 9110 13.1.2, weak comparison) and
- * the 200/304 answer of a conditional JSON read.
+ * lib/http/etag.ts and conditional.ts: strong ETags, If-Match (RFC 9110 13.1.1, strong
+ * comparison), If-None-Match (13.1.2, weak comparison) and the 200/304 answer of a conditional
+ * JSON read.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import {
-  BOOKS_CACHE_CONTROL,
-  conditionalJson,
-  contentEtag,
-  ifNoneMatchHits,
-} from "../lib/http/conditional.ts";
+import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
+import { contentEtag, ifMatchHits, ifNoneMatchHits, versionEtag } from "../lib/http/etag.ts";
 
 const encoder = new TextEncoder();
 
@@ -54,6 +51,32 @@ Deno.test("ifNoneMatchHits: weak comparison over a list, and *", () => {
   for (const [header, expected] of cases) {
     assert.equal(ifNoneMatchHits(header, etag), expected, String(header));
   }
+});
+
+Deno.test("ifMatchHits: strong comparison over a list, and *; a weak tag never matches", () => {
+  const etag = versionEtag("00000000000000010000");
+  assert.equal(etag, '"00000000000000010000"');
+  const cases: [string, boolean][] = [
+    ["", false],
+    [etag, true],
+    [`W/${etag}`, false],
+    ["*", true],
+    [` "x" , ${etag} `, true],
+    [`"x",W/${etag}`, false],
+    ['"x", *', true],
+    ["00000000000000010000", false],
+    ['"*"', false],
+    ['"x", "y"', false],
+    [",,,", false],
+  ];
+  for (const [header, expected] of cases) {
+    assert.equal(ifMatchHits(header, etag), expected, header);
+  }
+  // A representation without an ETag (a collection): only `*`.
+  assert.equal(ifMatchHits("*", undefined), true);
+  assert.equal(ifMatchHits('"x", *', undefined), true);
+  assert.equal(ifMatchHits('"x"', undefined), false);
+  assert.equal(ifMatchHits("", undefined), false);
 });
 
 const otherTag = fc.stringMatching(/^[a-z0-9]{0,8}$/).map((s) => `"x${s}"`);

@@ -409,6 +409,43 @@ Deno.test("conditional reads: strong ETags and 304", async (t) => {
   });
 });
 
+Deno.test("If-Match compares strongly: a weak tag of the current version is 412 and changes nothing", async () => {
+  await withServer(async ({ httpUrl: base }, api) => {
+    const created = await api.create(ADA);
+    const address = await created.json();
+    const etag = created.headers.get("etag")!;
+    const weak = `W/${etag}`;
+    const writes: [string, () => Promise<Response>][] = [
+      ["PUT v1", () => api.put(address.id, GRACE, { "if-match": weak })],
+      ["PUT v2", () => api.put(address.id, GRACE, { "content-type": V2, "if-match": weak })],
+      ["PATCH", () => api.patch(address.id, { city: "Bath" }, { "if-match": weak })],
+      ["DELETE", () => api.delete(address.id, { "if-match": weak })],
+      [
+        "PATCH, weak among others",
+        () => api.patch(address.id, { city: "Bath" }, { "if-match": `"nope", ${weak}` }),
+      ],
+    ];
+    for (const [what, write] of writes) {
+      const res = await write();
+      assert.equal(res.status, 412, what);
+      assert.equal(await errorCode(res), "precondition-failed", what);
+      const now = await api.get(address.id);
+      assert.equal(now.headers.get("etag"), etag, what);
+      assert.deepEqual(await now.json(), address, what);
+    }
+    // If-None-Match compares weakly: the weak tag still matches.
+    const read = await fetch(`${base}/addresses/${address.id}`, {
+      headers: { "if-none-match": weak },
+    });
+    assert.equal(read.status, 304);
+    await read.body?.cancel();
+    // The strong tag itself still applies.
+    const ok = await api.patch(address.id, { city: "Bath" }, { "if-match": etag });
+    assert.equal(ok.status, 200);
+    assert.equal((await ok.json()).city, "Bath");
+  });
+});
+
 Deno.test("body types: POST and PUT take JSON and the vendor types, anything else 415", async () => {
   await withServer(async ({ httpUrl: base }, api) => {
     for (

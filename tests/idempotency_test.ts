@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { AppError } from "../lib/errors.ts";
-import { openAddressStore } from "../store/addresses.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
 import {
   addressBook,
   type Fields,

@@ -4,7 +4,7 @@
  * holds every test's answers to it.
  */
 import assert from "node:assert/strict";
-import { DOCUMENTED_POSTAL_CODE_PATTERN, POSTAL_CODE_PATTERN } from "../lib/schemas.ts";
+import { DOCUMENTED_POSTAL_CODE_PATTERN, POSTAL_CODE_PATTERN } from "../lib/address.ts";
 import { servedOpenApiText } from "../tools/openapi_document.ts";
 import {
   checkAnswer,

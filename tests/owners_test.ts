@@ -4,18 +4,14 @@
  */
 import assert from "node:assert/strict";
 import { JSON_BODY_TYPES } from "../lib/http/body.ts";
-import { addressBook, bearer, named } from "./support/requests.ts";
+import { type Address, addressBook, bearer, named } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
 const SCOPES = "addresses:read addresses:write";
 const UNUSED_ID = 9_000_000;
 
-interface Created {
-  id: number;
-  name: string;
-  city: string;
-  postalCode: string;
+interface Created extends Address {
   etag: string;
 }
 

@@ -20,8 +20,6 @@ function failingStore(error: unknown): BookStore {
     get: () => undefined,
     listJson: () => "[]",
     getJson: () => undefined,
-    listEtag: () => '""',
-    getEtag: () => undefined,
     isReady: () => true,
   };
 }

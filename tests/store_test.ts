@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { AppError } from "../lib/errors.ts";
 import type { Book } from "../lib/schemas.ts";
-import { decodeCursor, encodeCursor, openAddressStore } from "../store/addresses.ts";
+import { decodeCursor, encodeCursor } from "../store/addresses/keys.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
 import { openBookStore, seedCatalogue } from "../store/books.ts";
 import { isTransientKvError, withKvRetry } from "../store/kv/retry.ts";
 
@@ -72,21 +73,23 @@ Deno.test("address create/get/put/delete keep the spec's rules", async () => {
   assert.equal((await store.create(OWNER, input)).address.id, 4);
 });
 
-Deno.test("If-Match: a stale versionstamp is 412 and changes nothing", async () => {
+Deno.test("a precondition: a stale versionstamp is 412 and changes nothing", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = openAddressStore(kv);
   const a = await store.create(OWNER, input);
-  const updated = await store.put(OWNER, 1, { ...input, city: "Bath" }, [a.versionstamp]);
+  const isVersion = (versionstamp: string) => versionstamp === a.versionstamp;
+  const any = () => true;
+  const updated = await store.put(OWNER, 1, { ...input, city: "Bath" }, isVersion);
   assert.equal(updated.address.city, "Bath");
   const isPrecondition = (e: unknown) => e instanceof AppError && e.code === "precondition-failed";
   await assert.rejects(
-    store.put(OWNER, 1, { ...input, city: "York" }, [a.versionstamp]),
+    store.put(OWNER, 1, { ...input, city: "York" }, isVersion),
     isPrecondition,
   );
-  await assert.rejects(store.delete(OWNER, 1, [a.versionstamp]), isPrecondition);
-  await assert.rejects(store.put(OWNER, 50, input, ["*"]), isPrecondition);
+  await assert.rejects(store.delete(OWNER, 1, isVersion), isPrecondition);
+  await assert.rejects(store.put(OWNER, 50, input, any), isPrecondition);
   assert.equal((await store.get(OWNER, 1))?.address.city, "Bath");
-  await store.delete(OWNER, 1, ["*"]);
+  await store.delete(OWNER, 1, any);
   assert.equal(await store.get(OWNER, 1), undefined);
 });
 

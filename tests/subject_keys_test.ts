@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import { AppError } from "../lib/errors.ts";
-import { openAddressStore } from "../store/addresses.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
 import { addressBook, bearer, graphql, idempotencyKey } from "./support/requests.ts";
 import { booksCode, connectTransport, grpcTransport, http2Session } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";

@@ -12,6 +12,7 @@
  * took to turn 200 once there was room.
  */
 import { parseArgs } from "node:util";
+import { EXAMPLE_INPUT } from "../lib/address.ts";
 
 const args = parseArgs({
   options: {
@@ -73,11 +74,11 @@ const ready = async () => {
   return response.status === 200;
 };
 
-async function create(i: number) {
+async function create() {
   const response = await fetch(`${base}/addresses`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ name: `n${i}`, city: "Berlin", postalCode: "10115" }),
+    body: JSON.stringify(EXAMPLE_INPUT),
   });
   return { status: response.status, body: await response.json() };
 }
@@ -114,7 +115,7 @@ const result: Record<string, unknown> = {};
 try {
   await waitUntil(ready);
   for (let i = 0; i < 50; i++) {
-    const { status, body } = await create(i);
+    const { status, body } = await create();
     if (status === 201) acknowledged.push(body.id);
   }
   const before = first.log.text.length;
@@ -122,10 +123,9 @@ try {
   await inside('head -c 1073741824 /dev/zero > "$0/filler" 2>/dev/null; true');
   const statuses: Record<number, number> = {};
   const end = Date.now() + Number(args.values.seconds) * 1000;
-  let n = 1000;
   await Promise.all(Array.from({ length: Number(args.values.concurrency) }, async () => {
     while (Date.now() < end) {
-      const { status, body } = await create(n++).catch(() => ({ status: 0, body: null }));
+      const { status, body } = await create().catch(() => ({ status: 0, body: null }));
       statuses[status] = (statuses[status] ?? 0) + 1;
       if (status === 201) acknowledged.push(body.id);
     }
@@ -138,7 +138,7 @@ try {
   await inside('rm "$0/filler"');
   result.readyAgainMs = await waitUntil(ready);
   for (let i = 0; i < 20; i++) {
-    const { status, body } = await create(n++);
+    const { status, body } = await create();
     if (status === 201) acknowledged.push(body.id);
   }
   result.logAfter = logSize(first.log.text.slice(during));

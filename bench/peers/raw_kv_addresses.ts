@@ -8,7 +8,7 @@
 // - `GET /addresses/{id}`: one read of the address's record, its address as JSON and an ETag from
 //   the versionstamp; an address of another owner, or none, is 404.
 //
-// The two key prefixes are the layout of store/address_keys.ts (`ownerPrefix`, `addressKey`),
+// The two key prefixes are the layout of store/addresses/keys.ts (`ownerPrefix`, `addressKey`),
 // written out here rather than imported: the peer shares the data, not the code. The owner is ""
 // (auth off). KV_PATH names the file. Prints one JSON `listening` line, like the server.
 

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { ifNoneMatchHits } from "./etag.ts";
 import { jsonHeaders } from "./negotiate.ts";
 
 /**
@@ -10,27 +10,6 @@ export const BOOKS_CACHE_CONTROL = "max-age=300";
 
 /** Cache-Control of addresses: personal data, revalidated on every use. */
 export const ADDRESS_CACHE_CONTROL = "private, no-cache";
-
-/** A strong ETag of some bytes: the start of their SHA-256, base64url. */
-export function contentEtag(bytes: Uint8Array): string {
-  return `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 27)}"`;
-}
-
-/**
- * True when `If-None-Match` matches `etag` (RFC 9110 13.1.2: weak comparison, so `W/` is
- * ignored; `*` matches any current representation).
- */
-export function ifNoneMatchHits(header: string | null | undefined, etag: string): boolean {
-  if (header === null || header === undefined) return false;
-  if (header === etag) return true;
-  for (const part of header.split(",")) {
-    const tag = part.trim();
-    if (tag === "*" || tag === etag || (tag.startsWith("W/") && tag.slice(2) === etag)) {
-      return true;
-    }
-  }
-  return false;
-}
 
 /**
  * The answer to a GET of a JSON representation with a strong ETag: 304 without a body when

@@ -1,5 +1,5 @@
-import { ADDRESS_PREFIX, readRecord } from "../address_keys.ts";
-import { readIdState } from "../address_ids.ts";
+import { ADDRESS_PREFIX, readRecord } from "../addresses/keys.ts";
+import { readIdState } from "../addresses/id_counter.ts";
 import { addressLine, BACKUP_FORMAT, BACKUP_VERSION, headerLine } from "./format.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { CURRENT_LAYOUT, newerLayout, readLayout } from "../layout/layout.ts";

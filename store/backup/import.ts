@@ -1,3 +1,4 @@
+import { sameAddress } from "../../lib/address.ts";
 import {
   addressKey,
   type AddressRecord,
@@ -6,8 +7,8 @@ import {
   ownerKey,
   readRecord,
   RECORD_VERSION,
-} from "../address_keys.ts";
-import { notePutAt, readIdState } from "../address_ids.ts";
+} from "../addresses/keys.ts";
+import { notePutAt, readIdState } from "../addresses/id_counter.ts";
 import { atomicBudget, type Cost, keySize, valueSize } from "../kv/atomic_budget.ts";
 import {
   type AddressLine,
@@ -63,9 +64,7 @@ interface Pending {
 function same(stored: Deno.KvEntryMaybe<unknown>, line: Pending): boolean {
   if (stored.value === null) return false;
   const { owner, address } = readRecord(stored as Deno.KvEntry<unknown>);
-  const a = line.entry.address;
-  return owner === line.entry.owner && address.name === a.name && address.city === a.city &&
-    address.postalCode === a.postalCode;
+  return owner === line.entry.owner && sameAddress(address, line.entry.address);
 }
 
 interface Scan {
@@ -184,7 +183,7 @@ function costOf(p: Pending, newOwner: boolean): Cost {
  * Writes one batch: each absent address with its index entry, checked absent, and the owners'
  * counts (added with `sum`, exact beside servers creating at the same time), in one atomic
  * operation; an address above the id counter is announced as a v2 PUT announces one
- * (address_ids.ts `notePutAt`), so POST never hands its id out.
+ * (store/addresses/id_counter.ts `notePutAt`), so POST never hands its id out.
  */
 async function writeBatch(
   kv: Deno.Kv,

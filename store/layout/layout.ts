@@ -1,4 +1,4 @@
-import { ConfigError } from "../../lib/config.ts";
+import { ConfigError } from "../../lib/config_error.ts";
 import { AppError } from "../../lib/errors.ts";
 import { withKvRetry } from "../kv/retry.ts";
 

@@ -5,7 +5,7 @@ import {
   ownerKey,
   readRecord,
   RECORD_VERSION,
-} from "../address_keys.ts";
+} from "../addresses/keys.ts";
 import { atomicBudget, keySize, valueSize } from "../kv/atomic_budget.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import type { MigrationStep } from "./migrate.ts";

@@ -5,6 +5,15 @@
  * addresses, deep nesting, huge numbers, lone surrogates, duplicate keys, a BOM, empty).
  */
 import fc from "fast-check";
+import {
+  ADDRESS_FIELD_NAMES,
+  ADDRESS_FIELDS,
+  type AddressFieldName,
+  AddressInputSchema,
+  EXAMPLE_INPUT,
+  REQUIRED_FIELD_NAMES,
+} from "../../lib/address.ts";
+import type { AddressInput } from "./requests.ts";
 import { headerText, nastyString, prototypeName } from "./fuzz.ts";
 
 /** One request to send. `body` is never set for GET and HEAD (fetch refuses it). */
@@ -291,7 +300,10 @@ export const headers: fc.Arbitrary<Record<string, string>> = fc.record({
 );
 
 const fieldValue: fc.Arbitrary<unknown> = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom("Ada", "London", "W1J 7NT", "10115", " x ", "a-b 1") },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(...Object.values(EXAMPLE_INPUT), "Ada", "10115", " x ", "a-b 1"),
+  },
   { weight: 2, arbitrary: nastyString(30) },
   {
     weight: 1,
@@ -305,20 +317,39 @@ const fieldValue: fc.Arbitrary<unknown> = fc.oneof(
 
 /** An address with every member perhaps missing, mistyped, hostile or extra. */
 export const mutatedAddress: fc.Arbitrary<Record<string, unknown>> = fc.record({
-  name: fieldValue,
-  city: fieldValue,
-  postalCode: fieldValue,
+  ...Object.fromEntries(ADDRESS_FIELD_NAMES.map((name) => [name, fieldValue])),
   id: fc.oneof(fc.integer(), fc.constant("1"), fc.constant(null)),
   extra: fc.jsonValue({ maxDepth: 2 }),
 }, { requiredKeys: [] });
 
+/** A valid value of one field: its example, any short string or a word, as its rules allow. */
+function validField(name: AddressFieldName): fc.Arbitrary<string> {
+  const { example, maxLength } = ADDRESS_FIELDS[name];
+  return fc.oneof(
+    fc.constant(example),
+    fc.string({ minLength: 1, maxLength: Math.min(20, maxLength) }),
+    fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 -]{0,8}[A-Za-z0-9]$/),
+  ).filter((value) => AddressInputSchema.shape[name].safeParse(value).success);
+}
+
 /** A valid address (what model tests and the valid half of the fuzz send). */
-export const validAddress: fc.Arbitrary<{ name: string; city: string; postalCode: string }> = fc
-  .record({
-    name: fc.string({ minLength: 1, maxLength: 20 }).filter((s) => s.trim().length > 0),
-    city: fc.string({ minLength: 1, maxLength: 20 }).filter((s) => s.trim().length > 0),
-    postalCode: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 -]{0,8}[A-Za-z0-9]$/),
-  });
+export const validAddress: fc.Arbitrary<AddressInput> = fc.record(
+  Object.fromEntries(ADDRESS_FIELD_NAMES.map((name) => [name, validField(name)])),
+  { requiredKeys: [...REQUIRED_FIELD_NAMES] },
+).map((address) => ({ ...address }) as AddressInput);
+
+/** A valid body as JSON text. */
+const SAMPLE = JSON.stringify(EXAMPLE_INPUT);
+const FIRST = ADDRESS_FIELD_NAMES[0]!;
+const OTHERS = ADDRESS_FIELD_NAMES.slice(1);
+const OTHERS_TEXT = JSON.stringify(
+  Object.fromEntries(OTHERS.map((name) => [name, EXAMPLE_INPUT[name]])),
+).slice(1);
+
+/** The valid body with its first member's value written as the JSON text `raw`. */
+function sampleWith(raw: string): string {
+  return `{"${FIRST}":${raw}${OTHERS_TEXT === "}" ? "" : ","}${OTHERS_TEXT}`;
+}
 
 function jsonText(value: unknown): string {
   return JSON.stringify(value, (_k, v) => v) ?? "null";
@@ -347,15 +378,16 @@ export const body: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.oneof(
       '"x"',
       "1",
       "{}",
-      '{"name":1e400,"city":"x","postalCode":"1"}',
-      '{"name":"a","city":"b","postalCode":123456789012345678901234567890}',
-      '{"name":"\\ud800","city":"\\udfff","postalCode":"1"}',
-      '{"name":"a","name":"b","city":"c","postalCode":"1"}',
-      '\ufeff{"name":"a","city":"b","postalCode":"1"}',
-      '{"name":"a","city":"b","postalCode":"1"} trailing',
-      '{"name":"a","city":"b","postalCode":"1"}{}',
-      '{"__proto__":{"admin":true},"name":"a","city":"b","postalCode":"1"}',
-      '{"name":"a\\u0000","city":"b","postalCode":"1"}',
+      sampleWith("1e400"),
+      sampleWith("123456789012345678901234567890"),
+      sampleWith('"\\ud800"'),
+      sampleWith('"\\udfff"'),
+      `{"${FIRST}":"a",${SAMPLE.slice(1)}`,
+      `\ufeff${SAMPLE}`,
+      `${SAMPLE} trailing`,
+      `${SAMPLE}{}`,
+      `{"__proto__":{"admin":true},${SAMPLE.slice(1)}`,
+      sampleWith('"a\\u0000"'),
       "{'name':'a'}",
       '{"name":"a",}',
     ).map((s) => encoder.encode(s)),
@@ -363,7 +395,7 @@ export const body: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc.integer({ min: 60_000, max: 200_000 }).map((n) =>
-      encoder.encode(JSON.stringify({ name: "x".repeat(n), city: "c", postalCode: "1" }))
+      encoder.encode(JSON.stringify({ ...EXAMPLE_INPUT, [FIRST]: "x".repeat(n) }))
     ),
   },
 );

@@ -3,6 +3,7 @@
  * operator runs, and building KV files and backup files for them.
  */
 import { type DumpedEntry, dumpKv } from "../fixtures/layout1_generate.ts";
+import { type Address, taggedInput } from "./requests.ts";
 
 export { type DumpedEntry, dumpKv };
 
@@ -101,9 +102,9 @@ export function ownerOf(id: number): string {
   return ["", "alice", "bob", "carol", "d\u00e9sir\u00e9e"][id % 5]!;
 }
 
-/** The synthetic address with this id. */
-export function addressOf(id: number) {
-  return { id, name: `Person ${id}`, city: `City ${id % 97}`, postalCode: `${10000 + id % 9000}` };
+/** The synthetic address with this id (valid as a request body too). */
+export function addressOf(id: number): Address {
+  return { id, ...taggedInput(id) };
 }
 
 /**

@@ -5,6 +5,13 @@
  * (tests/support/contract.ts) on its way to the test.
  */
 import assert from "node:assert/strict";
+import type { components } from "../../clients/gen/books_api.ts";
+import {
+  ADDRESS_FIELD_NAMES,
+  ADDRESS_FIELDS,
+  AddressInputSchema,
+  EXAMPLE_INPUT,
+} from "../../lib/address.ts";
 
 /** Request or response header fields, by lower-case name. */
 export type Fields = Record<string, string>;
@@ -15,15 +22,11 @@ export const V2 = "application/vnd.books.v2+json";
 /** The one RPC method, as a path on either port. */
 export const BOOKS_PATH = "/books.v1.BooksService/books";
 
-/** An address as the API stores and answers it. */
-export interface Address {
-  id: number;
-  name: string;
-  city: string;
-  postalCode: string;
-}
+/** An address as the API stores and answers it (the generated client's type). */
+export type Address = components["schemas"]["Address"];
 
-export type AddressInput = Omit<Address, "id">;
+/** The body of a create or PUT (the generated client's type). */
+export type AddressInput = components["schemas"]["AddressInput"];
 
 /** The Authorization field for a bearer token; no field without one. */
 export function bearer(token: string | undefined): Fields {
@@ -35,9 +38,23 @@ export function idempotencyKey(key: string | undefined): Fields {
   return key === undefined ? {} : { "idempotency-key": key };
 }
 
-/** An address input with only the name chosen. */
+/** An address input with only the name chosen (every other field its example). */
 export function named(name: string): AddressInput {
-  return { name, city: "Berlin", postalCode: "10115" };
+  return { ...EXAMPLE_INPUT, name };
+}
+
+/**
+ * A valid input that differs with `tag`: every field its example followed by the tag, where the
+ * field's rules allow that, else its example.
+ */
+export function taggedInput(tag: string | number): AddressInput {
+  const input: Record<string, string> = {};
+  for (const name of ADDRESS_FIELD_NAMES) {
+    const tagged = `${ADDRESS_FIELDS[name].example} ${tag}`;
+    const valid = AddressInputSchema.shape[name].safeParse(tagged).success;
+    input[name] = valid ? tagged : ADDRESS_FIELDS[name].example;
+  }
+  return input as AddressInput;
 }
 
 /**

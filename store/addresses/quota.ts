@@ -1,9 +1,15 @@
-import { AppError } from "../lib/errors.ts";
-import { countKey, idempotencyPrefix, type IdempotencyRecord, isExpired } from "./address_keys.ts";
-import { atomicBudget, keySize } from "./kv/atomic_budget.ts";
-import type { LayoutGuard } from "./layout/layout.ts";
-import { withKvRetry } from "./kv/retry.ts";
-import { getAll } from "./kv/read.ts";
+import { AppError } from "../../lib/errors.ts";
+import { countKey, idempotencyPrefix, type IdempotencyRecord, isExpired } from "./keys.ts";
+import { atomicBudget, keySize } from "../kv/atomic_budget.ts";
+import type { LayoutGuard } from "../layout/layout.ts";
+import { withKvRetry } from "../kv/retry.ts";
+import { getAll } from "../kv/read.ts";
+
+/**
+ * The per-owner quota (`MAX_ADDRESSES_PER_OWNER`): the owner's count, changed and checked in the
+ * atomic operation of every creation and deletion, and the sweeper of expired Idempotency-Keys
+ * that gives back the units their orphaned records hold.
+ */
 
 /** Default of `MAX_ADDRESSES_PER_OWNER`. */
 export const DEFAULT_MAX_PER_OWNER = 10_000;
@@ -105,3 +111,17 @@ export function createKeySweeper(kv: Deno.Kv, guard: LayoutGuard) {
 
 /** The sweeper's interface. */
 export type KeySweeper = ReturnType<typeof createKeySweeper>;
+
+/** Reads the owner's count for a creation; past the quota, sweeps expired keys once, then refuses. */
+export async function countForCreate(
+  kv: Deno.Kv,
+  sweeper: KeySweeper,
+  owner: string,
+  maxPerOwner: number,
+): Promise<Deno.KvEntryMaybe<Deno.KvU64>> {
+  for (let swept = false;; swept = true) {
+    const count = await withKvRetry(() => kv.get<Deno.KvU64>(countKey(owner)));
+    if (countOf(count) < maxPerOwner) return count;
+    if (swept || await sweeper.maybeSweep(owner) === 0) throw quotaExceeded(maxPerOwner);
+  }
+}

@@ -1,4 +1,4 @@
-import type { Address } from "../lib/schemas.ts";
+import type { Address } from "../../lib/address.ts";
 import {
   addressKey,
   countKey,
@@ -6,11 +6,13 @@ import {
   type IdempotencyRecord,
   ownerKey,
   ownerPrefix,
-} from "./address_keys.ts";
-import { atomicBudget, keySize } from "./kv/atomic_budget.ts";
-import { withKvRetry } from "./kv/retry.ts";
-import type { LayoutGuard } from "./layout/layout.ts";
-import { countOf, setCount } from "./owner_counts.ts";
+} from "./keys.ts";
+import { atomicBudget, keySize } from "../kv/atomic_budget.ts";
+import { withKvRetry } from "../kv/retry.ts";
+import type { LayoutGuard } from "../layout/layout.ts";
+import { countOf, setCount } from "./quota.ts";
+
+/** An owner's data as a whole: their export, and their erasure. */
 
 /** Addresses read per KV range read while exporting. */
 const EXPORT_PAGE = 500;

@@ -1,5 +1,10 @@
-import { AppError } from "../lib/errors.ts";
-import type { Address, AddressInput } from "../lib/schemas.ts";
+import { AppError } from "../../lib/errors.ts";
+import {
+  addressAt,
+  type AddressInput,
+  addressInputOf,
+  addressSizeBound,
+} from "../../lib/address.ts";
 import {
   ADDRESS_PREFIX,
   addressKey,
@@ -13,10 +18,12 @@ import {
   NEXT_TAKEN,
   ownerKey,
   RECORD_VERSION,
-} from "./address_keys.ts";
-import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "./kv/retry.ts";
-import { settleStoredKeys, type Waiter } from "./idempotency_keys.ts";
-import { type LayoutGuard, NO_GUARD } from "./layout/layout.ts";
+} from "./keys.ts";
+import { atomicBudget, type Cost } from "../kv/atomic_budget.ts";
+import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts";
+import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
+import { type IdState, idState, readIdState } from "./id_counter.ts";
+import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
 import {
   countOf,
   DEFAULT_MAX_PER_OWNER,
@@ -24,18 +31,11 @@ import {
   quotaExceeded,
   readCounts,
   setCount,
-} from "./owner_counts.ts";
-
-/** A created address; `replayed` when an Idempotency-Key answered with an earlier creation. */
-export interface Created {
-  address: Address;
-  versionstamp: string;
-  replayed: boolean;
-}
+} from "./quota.ts";
 
 /** Tuning of the group commit that allocates ids. */
 export interface AddressStoreOptions {
-  /** Most creations committed in one atomic operation (KV allows 1000 mutations, 100 checks). */
+  /** Most creations committed in one atomic operation (also bounded by KV's limits). */
   maxBatch?: number;
   /** Conflicts on the counter (other processes) retried before giving up with 503. */
   maxConflicts?: number;
@@ -45,56 +45,26 @@ export interface AddressStoreOptions {
   guard?: LayoutGuard;
 }
 
-// Deno KV limits one atomic operation to 1000 mutations, 100 checks, 800 KiB of mutation data
-// and 80 KiB of keys; a batch stays below each.
-// The counter takes one mutation and one check, NEXT_TAKEN one mutation, the layout one check;
-// each owner in the batch one check and one mutation (the count).
-const MAX_MUTATIONS = 997;
-const MAX_CHECKS = 98;
-const MAX_VALUE_BYTES = 700_000;
-const MAX_KEY_BYTES = 70_000;
+// Besides its creations a batch checks the layout and the counter, and writes the counter and
+// NEXT_TAKEN (one mutation spare); each owner's count is part of the owner's first creation.
+const BATCH_RESERVE = { checks: 2, mutations: 3 };
 
-/** Upper bounds of what a creation adds to its atomic operation (UTF-16 units × 3 ≥ UTF-8). */
-function costOf(w: Waiter) {
-  const text = w.input.name.length + w.input.city.length + w.input.postalCode.length;
+/**
+ * Upper bounds of what a creation adds to its atomic operation (UTF-16 units × 3 ≥ UTF-8): the
+ * record and index entry, its key record if keyed, and, for an owner new to the batch, the check
+ * and write of their count.
+ */
+function costOf(w: Waiter, newOwner: boolean): Cost {
+  const fields = addressSizeBound(w.input);
   const keyed = w.key === undefined ? 0 : 1;
+  const counted = newOwner ? 1 : 0;
   const ownerBytes = w.owner.length * 3;
   return {
-    mutations: 2 + keyed,
-    checks: keyed,
-    values: (2 + keyed) * (text * 3 + ownerBytes + (w.key?.length ?? 0) + 120),
-    keys: 2 * ownerBytes + 64 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32),
-  };
-}
-
-/** The id counter and NEXT_TAKEN, read in one snapshot. */
-export interface IdState {
-  counter: Deno.KvEntryMaybe<Deno.KvU64>;
-  /** The last id POST handed out (or skipped as taken). */
-  last: number;
-  /**
-   * No address has an id above `last` and below this one; 0 when no address is above `last`;
-   * null when unknown (a KV written before NEXT_TAKEN existed, or a fresh one).
-   */
-  nextTaken: number | null;
-}
-
-/** Reads the counter and NEXT_TAKEN together. */
-export async function readIdState(kv: Deno.Kv): Promise<IdState> {
-  const [counter, nextTaken] = await withKvRetry(() =>
-    kv.getMany<[Deno.KvU64, Deno.KvU64]>([COUNTER, NEXT_TAKEN])
-  );
-  return idState(counter, nextTaken);
-}
-
-function idState(
-  counter: Deno.KvEntryMaybe<Deno.KvU64>,
-  nextTaken: Deno.KvEntryMaybe<Deno.KvU64>,
-): IdState {
-  return {
-    counter,
-    last: counter.value === null ? 0 : Number(counter.value.value),
-    nextTaken: nextTaken.value === null ? null : Number(nextTaken.value.value),
+    mutations: 2 + keyed + counted,
+    checks: keyed + counted,
+    valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 120),
+    keyBytes: 2 * ownerBytes + 64 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
+      counted * (ownerBytes + 32),
   };
 }
 
@@ -111,21 +81,7 @@ async function readBatchState(
 }
 
 /**
- * Adds to a PUT's atomic operation what creating `id` means for POST's ids. Above the counter,
- * POST might hand the id out next: the counter is checked and rewritten (same value, new
- * versionstamp), so any batch that read it before fails and re-reads, and NEXT_TAKEN comes down
- * to the id. Every write of NEXT_TAKEN rewrites the counter it was read with, so checking the
- * counter covers both.
- */
-export function notePutAt(op: Deno.AtomicOperation, state: IdState, id: number): void {
-  if (id <= state.last) return;
-  op.check(state.counter).set(COUNTER, new Deno.KvU64(BigInt(state.last)));
-  const next = state.nextTaken;
-  if (next !== null && (next === 0 || id < next)) op.set(NEXT_TAKEN, new Deno.KvU64(BigInt(id)));
-}
-
-/**
- * The id allocator: creations waiting in this process are committed together, one counter read
+ * The create batch (group commit): creations waiting in this process are committed together, one counter read
  * and one atomic operation per batch; each is answered only after its batch committed.
  *
  * Why ids stay unique across processes sharing one KV: the counter only advances in an atomic
@@ -244,7 +200,7 @@ export function createIdAllocator(
       const expiresAt = Date.now() + IDEMPOTENCY_TTL_MS;
       const addresses = ids.map((id, i) => {
         const w = batch[i]!;
-        const address: Address = { id, ...w.input };
+        const address = addressAt(id, w.input);
         const record: AddressRecord = { v: RECORD_VERSION, owner: w.owner, address };
         if (w.key !== undefined) record.key = w.key;
         op.set(addressKey(id), record).set(ownerKey(w.owner, id), address);
@@ -275,24 +231,13 @@ export function createIdAllocator(
 
   /** Takes the next batch off the queue within KV's limits for one atomic operation. */
   function takeBatch(): Waiter[] {
-    let mutations = 0, checks = 0, values = 0, keys = 0, n = 0;
+    const budget = atomicBudget(BATCH_RESERVE);
     const owners = new Set<string>();
+    let n = 0;
     while (n < queue.length && n < maxBatch) {
       const w = queue[n]!;
-      const cost = costOf(w);
-      // A new owner adds the check and the write of their count.
-      const counted = owners.has(w.owner) ? 0 : 1;
-      const m = cost.mutations + counted;
-      const c = cost.checks + counted;
-      const k = cost.keys + counted * (w.owner.length * 3 + 32);
-      if (
-        n > 0 && (mutations + m > MAX_MUTATIONS || checks + c > MAX_CHECKS ||
-          values + cost.values > MAX_VALUE_BYTES || keys + k > MAX_KEY_BYTES)
-      ) break;
-      mutations += m;
-      checks += c;
-      values += cost.values;
-      keys += k;
+      // The first creation goes whatever its size: alone it is within KV's limits.
+      if (!budget.take(costOf(w, !owners.has(w.owner))) && n > 0) break;
       owners.add(w.owner);
       n++;
     }
@@ -321,7 +266,7 @@ export function createIdAllocator(
     return new Promise((resolve, reject) => {
       queue.push({
         owner,
-        input: { name: input.name, city: input.city, postalCode: input.postalCode },
+        input: addressInputOf(input),
         key,
         replacing: undefined,
         resolve,

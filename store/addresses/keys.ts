@@ -1,10 +1,10 @@
-import { AppError } from "../lib/errors.ts";
-import type { Address } from "../lib/schemas.ts";
-import { ANONYMOUS_OWNER } from "../security/caller.ts";
+import { AppError } from "../../lib/errors.ts";
+import { type Address, isStoredAddress } from "../../lib/address.ts";
 
 /**
  * The address book's KV layout, in one place (layout 2; store/layout/layout.ts has the version key,
- * docs/operations.md the layouts' history and docs/storage.md why the keys are so).
+ * docs/operations.md the layouts' history and docs/storage.md why the keys are so), and the
+ * owners that may be part of its keys.
  *
  * - `["addresses", id]` → `AddressRecord`: the address with its owner. One read answers both
  *   "which address has this id" and "is this id held by anyone" (ids are global, owners are not).
@@ -23,6 +23,33 @@ import { ANONYMOUS_OWNER } from "../security/caller.ts";
  *   "orphaned" and counts one until it is swept after its 24 hours.
  */
 export const COUNTER = ["counters", "addresses"] as const;
+
+/**
+ * Owner of every address created while authentication is off, and of those stored before
+ * ownership existed (the anonymous caller of the gate is this owner).
+ */
+export const ANONYMOUS_OWNER = "";
+
+/**
+ * Longest owner: with 3 UTF-8 bytes per UTF-16 unit at most, `["idempotency", owner, key]` with
+ * a 255-character key stays under KV's 2048-byte key limit.
+ */
+export const MAX_OWNER_LENGTH = 512;
+
+/** The 403 for an owner that cannot be part of a KV key; undefined for any other. */
+export function ownerRefused(owner: string): AppError | undefined {
+  if (owner.length > MAX_OWNER_LENGTH) {
+    return new AppError(
+      "forbidden",
+      `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
+    );
+  }
+  // KV encodes key strings as UTF-8: a lone surrogate would become U+FFFD, another owner's key.
+  if (!owner.isWellFormed()) {
+    return new AppError("forbidden", "An owner (the token's sub) must be well-formed Unicode.");
+  }
+  return undefined;
+}
 
 /** The lowest id above the counter an address may hold (see the layout above). */
 export const NEXT_TAKEN = ["counters", "addresses_next_taken"] as const;
@@ -121,12 +148,6 @@ export function idempotencyPrefix(owner: string): Deno.KvKey {
   return ["idempotency", owner];
 }
 
-function isAddress(value: unknown, id: unknown): value is Address {
-  const a = value as Address;
-  return typeof a === "object" && a !== null && a.id === id && typeof a.name === "string" &&
-    typeof a.city === "string" && typeof a.postalCode === "string";
-}
-
 /**
  * The owner and address of a stored record of any layout: `{owner, address}` (with `v` and `key`
  * from layout 2), or a bare address stored before ownership existed (the anonymous owner's).
@@ -134,10 +155,10 @@ function isAddress(value: unknown, id: unknown): value is Address {
 export function readRecord(entry: Deno.KvEntry<unknown>): AddressRecord {
   const value = entry.value as Partial<AddressRecord>;
   const id = entry.key[1];
-  if (typeof value?.owner === "string" && isAddress(value.address, id)) {
+  if (typeof value?.owner === "string" && isStoredAddress(value.address, id)) {
     return { owner: value.owner, address: value.address };
   }
   // Stored before ownership existed: the anonymous owner's.
-  if (isAddress(value, id)) return { owner: ANONYMOUS_OWNER, address: value };
+  if (isStoredAddress(value, id)) return { owner: ANONYMOUS_OWNER, address: value };
   throw new Error(`${JSON.stringify(entry.key)} holds no address: ${JSON.stringify(value)}`);
 }

@@ -1,39 +1,43 @@
-import { AppError } from "../lib/errors.ts";
-import type { Address, AddressInput } from "../lib/schemas.ts";
+import { AppError } from "../../lib/errors.ts";
 import {
-  type AddressStoreOptions,
-  type Created,
-  createIdAllocator,
-  notePutAt,
-  readIdState,
-} from "./address_ids.ts";
-import { sameInput } from "./idempotency_keys.ts";
+  type Address,
+  addressAt,
+  type AddressInput,
+  replaceV1,
+  sameAddress,
+} from "../../lib/address.ts";
+import { type AddressStoreOptions, createIdAllocator } from "./create_batch.ts";
+import { type Created, deduplicateInFlight, orphanKeyOf } from "./idempotency.ts";
+import { notePutAt, readIdState } from "./id_counter.ts";
 import {
   addressKey,
   type AddressRecord,
   countKey,
   decodeCursor,
   encodeCursor,
-  idempotencyKey,
-  type IdempotencyRecord,
-  isExpired,
   ownerKey,
   ownerPrefix,
+  ownerRefused,
   RECORD_VERSION,
-} from "./address_keys.ts";
-import { withKvRetry } from "./kv/retry.ts";
-import { NO_GUARD } from "./layout/layout.ts";
+} from "./keys.ts";
+import { withKvRetry } from "../kv/retry.ts";
+import { NO_GUARD } from "../layout/layout.ts";
 import {
+  countForCreate,
   countOf,
   createKeySweeper,
   DEFAULT_MAX_PER_OWNER,
-  quotaExceeded,
   setCount,
-} from "./owner_counts.ts";
+} from "./quota.ts";
 import { eraseOwner, ownerAddresses } from "./owner_data.ts";
 
-export type { AddressStoreOptions, Created };
-export { decodeCursor, encodeCursor };
+export type { AddressStoreOptions };
+
+/**
+ * The condition of a conditional write: given the versionstamp of the address as stored, true
+ * when the write may go ahead. Absent: the write is unconditional.
+ */
+export type Precondition = (versionstamp: string) => boolean;
 
 /** An address together with the KV versionstamp of the stored record (used as ETag). */
 export interface StoredAddress {
@@ -49,21 +53,23 @@ export interface AddressPage {
 
 /**
  * The address book. Every address belongs to an owner; another owner's address is absent for
- * the caller (ids stay global). Every method may throw AppError (404, 409, 412, 422, 503).
+ * the caller (ids stay global). Every method may throw AppError (404, 409, 412, 422, 503). A
+ * write given a precondition is 412 `precondition-failed` unless the address exists for the
+ * owner and the precondition accepts its version.
  */
 export interface AddressStore {
   /** Creates with a new id; with an Idempotency-Key, a repeat replays the first creation. */
   create(owner: string, input: AddressInput, idempotencyKey?: string): Promise<Created>;
   get(owner: string, id: number): Promise<StoredAddress | undefined>;
   /**
-   * Version 1 PUT (spec 4.6): the owner's existing address gets city and postalCode (name kept);
-   * otherwise the body is created with a new id.
+   * Version 1 PUT: the owner's existing address gets the body's fields except those it keeps
+   * (lib/address.ts `replaceV1`: the name); otherwise the body is created with a new id.
    */
   put(
     owner: string,
     id: number,
     input: AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ): Promise<StoredAddress & { created: boolean }>;
   /**
    * Version 2 PUT (RFC 9110): an absent id is created at that id, the owner's existing address
@@ -73,16 +79,16 @@ export interface AddressStore {
     owner: string,
     id: number,
     input: AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ): Promise<StoredAddress & { created: boolean }>;
   /** Changes the owner's address to what `change` makes of it (re-run on a concurrent write). */
   patch(
     owner: string,
     id: number,
     change: (current: Address) => AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ): Promise<StoredAddress>;
-  delete(owner: string, id: number, ifMatch?: readonly string[]): Promise<void>;
+  delete(owner: string, id: number, expected?: Precondition): Promise<void>;
   list(
     owner: string,
     options: { limit: number; cursor?: string | undefined },
@@ -96,40 +102,9 @@ export interface AddressStore {
   erase(owner: string): Promise<number>;
 }
 
-/**
- * Longest owner: with 3 UTF-8 bytes per UTF-16 unit at most, `["idempotency", owner, key]` with
- * a 255-character key stays under KV's 2048-byte key limit.
- */
-export const MAX_OWNER_LENGTH = 512;
-
-/** The 403 for an owner too long to be part of a KV key; undefined for any other. */
-function ownerRefused(owner: string): AppError | undefined {
-  if (owner.length > MAX_OWNER_LENGTH) {
-    return new AppError(
-      "forbidden",
-      `An owner (the token's sub) has at most ${MAX_OWNER_LENGTH} characters.`,
-    );
-  }
-  // KV encodes key strings as UTF-8: a lone surrogate would become U+FFFD, another owner's key.
-  if (!owner.isWellFormed()) {
-    return new AppError("forbidden", "An owner (the token's sub) must be well-formed Unicode.");
-  }
-  return undefined;
-}
-
-/** If-Match semantics (RFC 9110 13.1.1): `*` matches any current version. */
-function matches(ifMatch: readonly string[], versionstamp: string): boolean {
-  return ifMatch.includes("*") || ifMatch.includes(versionstamp);
-}
-
-/** Throws 412 unless `ifMatch` is absent or matches the current version of address `id`. */
-function checkIfMatch(ifMatch: readonly string[] | undefined, versionstamp: string, id: number) {
-  if (ifMatch !== undefined && !matches(ifMatch, versionstamp)) throw preconditionFailed(id);
-}
-
-/** The address stored at `id` from an input (only its three members: nothing else is kept). */
-function addressAt(id: number, input: AddressInput): Address {
-  return { id, name: input.name, city: input.city, postalCode: input.postalCode };
+/** Throws 412 unless `expected` is absent or accepts the current version of address `id`. */
+function checkExpected(expected: Precondition | undefined, versionstamp: string, id: number) {
+  if (expected !== undefined && !expected(versionstamp)) throw preconditionFailed(id);
 }
 
 function preconditionFailed(id: number): AppError {
@@ -144,42 +119,16 @@ function notFound(id: number): AppError {
 }
 
 /**
- * Opens the address book on a KV handle (see address_keys.ts for the layout and address_ids.ts
- * for how ids are allocated). Every write of an address sets its record and its owner-index entry
- * in one atomic operation that checks the record, so the two never disagree.
+ * Opens the address book on a KV handle (keys.ts has the layout, create_batch.ts how POST
+ * allocates ids, idempotency.ts and quota.ts the rest of a creation). Every write of an address
+ * sets its record and its owner-index entry in one atomic operation that checks the record, so
+ * the two never disagree.
  */
 export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {}): AddressStore {
   const guard = options.guard ?? NO_GUARD;
   const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_PER_OWNER;
   const sweeper = createKeySweeper(kv, guard);
-  const { allocate } = createIdAllocator(kv, options, sweeper);
-  // Keyed creations running in this process, so a duplicate waits for the first and replays it.
-  const running = new Map<string, { input: AddressInput; done: Promise<Created> }>();
-
-  async function create(owner: string, input: AddressInput, key?: string): Promise<Created> {
-    if (key === undefined) return await allocate(owner, input);
-    const slot = JSON.stringify([owner, key]);
-    for (let first = running.get(slot); first !== undefined; first = running.get(slot)) {
-      if (!sameInput(first.input, input)) {
-        throw new AppError(
-          "request-in-progress",
-          "A request with this Idempotency-Key and another body is still in progress.",
-        );
-      }
-      try {
-        return { ...(await first.done), replayed: true };
-      } catch {
-        // The first attempt failed and stored nothing: this request tries itself.
-      }
-    }
-    const done = allocate(owner, input, key);
-    running.set(slot, { input, done });
-    try {
-      return await done;
-    } finally {
-      running.delete(slot);
-    }
-  }
+  const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
 
   function read(id: number) {
     return withKvRetry(() => kv.get<AddressRecord>(addressKey(id)));
@@ -208,30 +157,21 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     return null;
   }
 
-  /** Reads the owner's count; past the quota, sweeps expired keys once, then refuses. */
-  async function countForCreate(owner: string): Promise<Deno.KvEntryMaybe<Deno.KvU64>> {
-    for (let swept = false;; swept = true) {
-      const count = await withKvRetry(() => kv.get<Deno.KvU64>(countKey(owner)));
-      if (countOf(count) < maxPerOwner) return count;
-      if (swept || await sweeper.maybeSweep(owner) === 0) throw quotaExceeded(maxPerOwner);
-    }
-  }
-
-  async function put(owner: string, id: number, input: AddressInput, ifMatch?: readonly string[]) {
+  async function put(owner: string, id: number, input: AddressInput, expected?: Precondition) {
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) {
-        if (ifMatch !== undefined) throw preconditionFailed(id);
+        if (expected !== undefined) throw preconditionFailed(id);
         // Spec 4.6 rule 2: stored as new with a generated id (also when another owner holds id).
         return { ...(await create(owner, input)), created: true };
       }
-      checkIfMatch(ifMatch, entry.versionstamp, id);
-      const updated = { ...entry.value.address, city: input.city, postalCode: input.postalCode };
+      checkExpected(expected, entry.versionstamp, id);
+      const updated = replaceV1(entry.value.address, input);
       const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated);
       if (stored) return { ...stored, created: false };
-      // Changed or deleted between read and write: with If-Match that is the client's conflict,
-      // without it the latest state decides again.
-      if (ifMatch !== undefined) throw preconditionFailed(id);
+      // Changed or deleted between read and write: with a precondition that is the client's
+      // conflict, without one the latest state decides again.
+      if (expected !== undefined) throw preconditionFailed(id);
     }
   }
 
@@ -239,25 +179,25 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     owner: string,
     id: number,
     input: AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ) {
     const address = addressAt(id, input);
     for (;;) {
       const entry = await read(id);
       if (entry.value !== null) {
         if (entry.value.owner !== owner) {
-          // Another owner's address is absent for this caller: If-Match on it cannot match.
-          if (ifMatch !== undefined) throw preconditionFailed(id);
+          // Another owner's address is absent for this caller: a precondition cannot hold.
+          if (expected !== undefined) throw preconditionFailed(id);
           throw new AppError("id-taken", `Address id ${id} is not available.`);
         }
-        checkIfMatch(ifMatch, entry.versionstamp, id);
+        checkExpected(expected, entry.versionstamp, id);
         const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
         if (stored) return { ...stored, created: false };
-        if (ifMatch !== undefined) throw preconditionFailed(id);
+        if (expected !== undefined) throw preconditionFailed(id);
         continue;
       }
-      if (ifMatch !== undefined) throw preconditionFailed(id);
-      const count = await countForCreate(owner);
+      if (expected !== undefined) throw preconditionFailed(id);
+      const count = await countForCreate(kv, sweeper, owner, maxPerOwner);
       const record: AddressRecord = { v: RECORD_VERSION, owner, address };
       const op = guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null })
         .check(count)
@@ -275,21 +215,21 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     owner: string,
     id: number,
     change: (current: Address) => AddressInput,
-    ifMatch?: readonly string[],
+    expected?: Precondition,
   ): Promise<StoredAddress> {
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
-      checkIfMatch(ifMatch, entry.versionstamp, id);
+      checkExpected(expected, entry.versionstamp, id);
       const current = entry.value.address;
       const address = addressAt(id, change(current));
       // Nothing changes: no write, and the ETag stays.
-      if (sameInput(address, current)) {
+      if (sameAddress(address, current)) {
         return { address: current, versionstamp: entry.versionstamp };
       }
       const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
       if (stored) return stored;
-      if (ifMatch !== undefined) throw preconditionFailed(id);
+      if (expected !== undefined) throw preconditionFailed(id);
     }
   }
 
@@ -297,37 +237,17 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
    * Deletes the owner's address; its count goes down unless the Idempotency-Key that created it
    * is still kept: that record then becomes an orphan and holds the quota unit until it is swept.
    */
-  async function remove(owner: string, id: number, ifMatch?: readonly string[]): Promise<void> {
+  async function remove(owner: string, id: number, expected?: Precondition): Promise<void> {
     for (;;) {
       const [entry, count] = await withKvRetry(() =>
         kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), countKey(owner)])
       );
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
-      checkIfMatch(ifMatch, entry.versionstamp, id);
+      checkExpected(expected, entry.versionstamp, id);
       const op = guard.check(kv.atomic()).check(entry).check(count)
         .delete(addressKey(id)).delete(ownerKey(owner, id));
-      let released = 1;
-      if (entry.value.key !== undefined) {
-        const keyed = await withKvRetry(() =>
-          kv.get<IdempotencyRecord>(idempotencyKey(owner, entry.value!.key!))
-        );
-        const kept = keyed.value;
-        if (kept !== null && kept.address.id === id && !kept.orphan) {
-          op.check(keyed);
-          if (isExpired(kept, Date.now())) op.delete(keyed.key);
-          else {
-            // Kept without expiry: only a sweep may delete it, giving the unit back.
-            const orphan: IdempotencyRecord = {
-              ...kept,
-              orphan: true,
-              versionstamp: kept.versionstamp ?? keyed.versionstamp,
-            };
-            op.set(keyed.key, orphan);
-            released = 0;
-          }
-        }
-      }
-      setCount(op, owner, countOf(count) - released);
+      const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
+      setCount(op, owner, countOf(count) - (keyHolds ? 0 : 1));
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return;
       await guard.afterConflict();
