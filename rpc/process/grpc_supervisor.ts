@@ -1,8 +1,8 @@
 import { dirname } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ConfigError } from "../../lib/config.ts";
 import type { Logger } from "../../lib/log.ts";
 import { isKvFile } from "../../store/kv/open.ts";
-import { sleep } from "../../store/kv/retry.ts";
 import { recordStderr, type StderrRecord } from "./child_stderr.ts";
 import type { Book } from "../../lib/schemas.ts";
 import { CHILD_CONFIG_ENV, type GrpcChildConfig, READY_MARKER } from "./grpc_child.ts";
