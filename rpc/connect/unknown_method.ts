@@ -4,8 +4,7 @@ import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import type { AppError } from "../../lib/errors.ts";
 import { GRPC_CODE_OF } from "./errors.ts";
 import type { Decision } from "../../security/gate.ts";
-import { canonicalRequestPath } from "../../security/target.ts";
-import { notCanonical } from "../listener/gated.ts";
+import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
 
 const GRPC_TYPE = /^application\/grpc(?:-web(?:-text)?)?(?:[+;]|$)/i;
 const CONNECT_TYPE = /^application\/(?:connect\+)?(?:proto|json)(?:;|$)/i;
