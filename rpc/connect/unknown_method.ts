@@ -5,9 +5,15 @@ import type { AppError } from "../../lib/errors.ts";
 import { GRPC_CODE_OF } from "./errors.ts";
 import type { Decision } from "../../security/gate.ts";
 import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
+import { isGrpcMediaType, mediaTypeOf } from "../../lib/http/media_type.ts";
 
-const GRPC_TYPE = /^application\/grpc(?:-web(?:-text)?)?(?:[+;]|$)/i;
-const CONNECT_TYPE = /^application\/(?:connect\+)?(?:proto|json)(?:;|$)/i;
+// Connect's unary and streaming types.
+const CONNECT_TYPES = new Set([
+  "application/proto",
+  "application/json",
+  "application/connect+proto",
+  "application/connect+json",
+]);
 
 interface RequestLike {
   url?: string | undefined;
@@ -78,11 +84,11 @@ function answer(
   error: { code: Code; message: string; status: number; headers: Record<string, string> },
 ): void {
   const { code, message } = error;
-  const type = String(req.headers["content-type"] ?? "");
-  if (GRPC_TYPE.test(type)) {
+  const type = mediaTypeOf(req.headers["content-type"]);
+  if (isGrpcMediaType(type)) {
     const headers = {
       ...error.headers,
-      "content-type": type.split(";")[0]!.trim(),
+      "content-type": type,
       "grpc-status": String(code),
       "grpc-message": percentEncode(message),
     };
@@ -95,7 +101,7 @@ function answer(
     }
     return;
   }
-  if (CONNECT_TYPE.test(type)) {
+  if (type !== undefined && CONNECT_TYPES.has(type)) {
     const status = code === Code.Unimplemented ? 404 : codeToHttpStatus(code);
     res.writeHead(status, { ...error.headers, "content-type": "application/json" });
     res.end(JSON.stringify({ code: codeToName(code), message }));
