@@ -3,9 +3,6 @@ import { acceptance, preferredMediaType } from "../lib/http/accept.ts";
 import { readBodyLimited } from "../lib/http/body.ts";
 import { parseMediaType } from "../lib/http/media_type.ts";
 
-/** Where GraphQL is served: operations by POST, GraphiQL by a browser's GET. */
-export const GRAPHQL_PATH = "/graphql";
-
 /** The response media types of GraphQL-over-HTTP. */
 export type GraphqlMediaType = "application/json" | "application/graphql-response+json";
 

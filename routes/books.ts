@@ -14,12 +14,7 @@ import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { negotiateJson } from "../lib/http/negotiate.ts";
 import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
 import { routeAccess } from "../security/access.ts";
-
-/** Where the catalogue is read, as the routes define it (and the answers in front of them read). */
-export const BOOKS_PATH = "/rest/books";
-/** One book: the template, and the prefix its id follows. */
-export const BOOK_ROUTE = "/api/book/{id}";
-export const BOOK_PATH_PREFIX = BOOK_ROUTE.slice(0, BOOK_ROUTE.indexOf("{"));
+import { BOOK_ROUTE, BOOKS_PATH } from "../lib/paths.ts";
 
 /**
  * The answer to a GET of a catalogue representation (the list or one book), the one both the

@@ -7,14 +7,14 @@ import { logRpcAccess } from "../../lib/access_log.ts";
 import type { BookStore } from "../../store/books.ts";
 import { booksAnswer } from "../connect/books_service.ts";
 import { BooksService } from "../gen/books/v1/books_pb.ts";
+import { BOOKS_RPC_PATH } from "../../lib/paths.ts";
 import { requestIdFrom } from "../../lib/http/request_id.ts";
 import { requestIdKey } from "../connect/interceptor.ts";
 import { MAX_MESSAGE_BYTES } from "../connect/router.ts";
 import { startRpcSpan, TRACING } from "../../lib/tracing.ts";
 
-const PROCEDURE = `${BooksService.typeName}/${BooksService.method.books.name}`;
-/** Path of the one call the fast path answers. */
-export const BOOKS_PATH = `/${PROCEDURE}`;
+// The one call the fast path answers, as its log line names it.
+const PROCEDURE = BOOKS_RPC_PATH.slice(1);
 
 // The plain gRPC content types; anything else (gRPC-Web, Connect, parameters) takes the full path.
 const GRPC_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
@@ -148,7 +148,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 function isCandidate(headers: http2.IncomingHttpHeaders): boolean {
-  if (headers[":path"] !== BOOKS_PATH || headers[":method"] !== "POST") return false;
+  if (headers[":path"] !== BOOKS_RPC_PATH || headers[":method"] !== "POST") return false;
   if (!GRPC_TYPES.has(String(headers["content-type"]))) return false;
   const encoding = headers["grpc-encoding"];
   if (encoding !== undefined && encoding !== "identity") return false;
@@ -178,7 +178,7 @@ async function serveFallback(
     const response = await handler({
       httpVersion: "2.0",
       method: "POST",
-      url: `http://${headers[":authority"] ?? "localhost"}${BOOKS_PATH}`,
+      url: `http://${headers[":authority"] ?? "localhost"}${BOOKS_RPC_PATH}`,
       header,
       body: (async function* () {
         yield* chunks;

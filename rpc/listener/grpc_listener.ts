@@ -10,7 +10,8 @@ import type { BookStore } from "../../store/books.ts";
 import { createHealthState, ServingStatus } from "../connect/health_service.ts";
 import { requestIdFrom } from "../../lib/http/request_id.ts";
 import { gateKey, requestIdKey } from "../connect/interceptor.ts";
-import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
+import { booksFastPath } from "./books_fast_path.ts";
+import { BOOKS_RPC_PATH } from "../../lib/paths.ts";
 import { createGoawayFilter } from "../http2/goaway_filter.ts";
 import { DEFAULT_CONNECTION_LIMITS, guardConnections } from "./connection_guard.ts";
 import { createRefusalLog } from "./refusal_log.ts";
@@ -86,7 +87,7 @@ export async function startGrpcListener(
   const adapter = connectNodeAdapter({
     routes: (router) => {
       routes(router);
-      booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_PATH);
+      booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_RPC_PATH);
       for (const h of router.handlers) {
         access.set(h.requestPath, rpcAccess(procedureOf(h.service, h.method)));
       }
@@ -134,7 +135,7 @@ export async function startGrpcListener(
     ? await createTlsServer(config.tls, serverOptions, handler)
     : http2.createServer(serverOptions, handler);
   const fallback = booksHandler;
-  if (!fallback) throw new Error(`no handler for ${BOOKS_PATH}`);
+  if (!fallback) throw new Error(`no handler for ${BOOKS_RPC_PATH}`);
   const fastPath = booksFastPath({
     books: deps.books,
     logger,
