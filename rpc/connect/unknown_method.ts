@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { Code } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import type { AppError } from "../../lib/errors.ts";
-import { GRPC_CODE_OF } from "./errors.ts";
+import { errorMetadata, GRPC_CODE_OF } from "./errors.ts";
 import type { Decision } from "../../security/gate.ts";
 import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
 import { isGrpcMediaType, mediaTypeOf } from "../../lib/http/media_type.ts";
@@ -33,7 +33,7 @@ interface ResponseLike {
 /**
  * Answers a request no service took: a target that is not canonical gets 400
  * `invalid-parameter` (security/target.ts), a call the gate refused gets the refusal (deny by default:
- * no service declares the path), anything else UNIMPLEMENTED.
+ * no service declares the path), anything else UNIMPLEMENTED with the gate's headers (RateLimit).
  */
 export async function answerUnrouted(
   req: RequestLike,
@@ -44,7 +44,7 @@ export async function answerUnrouted(
   if (canonicalRequestPath(target) === undefined) return refuseCall(req, res, notCanonical(target));
   const decided = await decision;
   if (decided?.ok === false) return refuseCall(req, res, decided.error);
-  unknownMethod(req, res);
+  unknownMethod(req, res, decided?.headers);
 }
 
 /**
@@ -52,13 +52,17 @@ export async function answerUnrouted(
  * trailers-only response (status in the headers, HTTP 200, as the protocols require); Connect
  * clients get its JSON error with HTTP 404; anything else a plain 404.
  */
-export function unknownMethod(req: RequestLike, res: ResponseLike): void {
+export function unknownMethod(
+  req: RequestLike,
+  res: ResponseLike,
+  headers: Record<string, string> = {},
+): void {
   const path = (req.url ?? "/").split("?")[0]!.slice(0, 200);
   answer(req, res, {
     code: Code.Unimplemented,
     message: `Method not found: ${path}`,
     status: 404,
-    headers: {},
+    headers,
   });
 }
 
@@ -68,13 +72,11 @@ export function unknownMethod(req: RequestLike, res: ResponseLike): void {
  * trailers-only for gRPC and gRPC-Web, Connect's JSON error, else the error's HTTP status.
  */
 export function refuseCall(req: RequestLike, res: ResponseLike, error: AppError): void {
-  const headers: Record<string, string> = { ...error.headers, "error-code": error.code };
-  if (error.retryAfter !== undefined) headers["retry-after"] = String(error.retryAfter);
   answer(req, res, {
     code: GRPC_CODE_OF[error.code],
     message: error.problems.map((p) => p.detail).join(" "),
     status: error.status,
-    headers,
+    headers: errorMetadata(error),
   });
 }
 

@@ -84,6 +84,14 @@ export async function startGrpcListener(
   // What each path's service declares, for the gate: taken from the same router that dispatches.
   const access = new Map<string, Access>();
   const accessOf = (path: string) => access.get(path) ?? "authenticated";
+  // What every call is handed, whichever way it came in (`key`: its stream, or an HTTP/1.1
+  // request): its request id and the gate's decision, which the interceptor enforces and whose
+  // RateLimit headers it adds.
+  const contextOf = (key: object, requestId: string) => {
+    const values = createContextValues().set(requestIdKey, requestId);
+    const decision = gate && decisions.get(key);
+    return decision === undefined ? values : values.set(gateKey, decision);
+  };
   const adapter = connectNodeAdapter({
     routes: (router) => {
       routes(router);
@@ -93,14 +101,11 @@ export async function startGrpcListener(
       }
     },
     ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
-    contextValues: (req) => {
-      const values = createContextValues().set(
-        requestIdKey,
+    contextValues: (req) =>
+      contextOf(
+        ("stream" in req && req.stream) || req,
         requestIdFrom(String(req.headers["x-request-id"] ?? "")),
-      );
-      const decision = gate && decisions.get(("stream" in req && req.stream) || req);
-      return decision === undefined ? values : values.set(gateKey, decision);
-    },
+      ),
     fallback: (req, res) => {
       const key = ("stream" in req && req.stream) || req;
       answerUnrouted(req, res, gate && decisions.get(key)).catch((error) => {
@@ -141,6 +146,7 @@ export async function startGrpcListener(
     logger,
     fallback,
     drain: drainRequest,
+    contextValues: contextOf,
     headersOf: (stream) => {
       // The fast path only takes streams decided at once (gated.ts).
       const decision = decisions.get(stream) as Decision | undefined;
