@@ -1,5 +1,5 @@
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
-import { createLogger } from "./lib/log.ts";
+import { createLogger, stdoutLogFormat } from "./lib/log.ts";
 import { writeLinesToStdout } from "./lib/stdout_lines.ts";
 import { type RunningServer, startServer } from "./server/run.ts";
 import { servedEdge } from "./server/deno_serve.ts";
@@ -17,7 +17,11 @@ export default { fetch: served.fetch } satisfies Deno.ServeDefaultExport;
 /** `deno run main.ts` (`deno task start`): both listeners, the gRPC one supervised. */
 async function runProcess(config: Config): Promise<void> {
   // The gRPC child writes to the same stdout (logToStdout): lines are written whole.
-  const logger = createLogger({ level: config.logLevel, write: writeLinesToStdout });
+  const logger = createLogger({
+    level: config.logLevel,
+    format: stdoutLogFormat(config.logFormat),
+    write: writeLinesToStdout,
+  });
   // A file-size limit (`ulimit -f`) kills with SIGXFSZ by default; ignored, the write fails
   // with EFBIG instead, and that is a storage fault the client gets a 503 for.
   ignoreSignal("SIGXFSZ");
