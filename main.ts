@@ -14,7 +14,7 @@ const served = servedEdge(() => Deno.env.toObject());
  */
 export default { fetch: served.fetch } satisfies Deno.ServeDefaultExport;
 
-/** `deno run main.ts` (`deno task start`): both listeners, the gRPC one supervised. */
+/** `deno run main.ts` (and `deno task start`, start.ts): both listeners, the gRPC one supervised. */
 async function runProcess(config: Config): Promise<void> {
   // The gRPC child writes to the same stdout (logToStdout): lines are written whole.
   const logger = createLogger({
@@ -76,9 +76,14 @@ function whenServeModeKnown(then: (servedByRuntime: boolean) => void): void {
   }, 0);
 }
 
-if (import.meta.main) {
-  // Validated while the module evaluates, so a bad variable stops start-up with its one line
-  // before Deno prints anything about the default export.
+/**
+ * Starts what the way this module is run asks for: the default export's single port under
+ * `deno serve` and on Deno Deploy, both listeners under `deno run`. Called when this module is
+ * the main one, and by start.ts.
+ */
+export function main(): void {
+  // Validated at once, so a bad variable stops start-up with its one line before Deno prints
+  // anything about the default export.
   let config: Config;
   try {
     config = loadConfig(Deno.env.toObject());
@@ -95,3 +100,5 @@ if (import.meta.main) {
     } else void runProcess(config);
   });
 }
+
+if (import.meta.main) main();
