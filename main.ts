@@ -1,5 +1,6 @@
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { createLogger, stdoutLogFormat } from "./lib/log.ts";
+import { onSignals } from "./lib/signals.ts";
 import { writeLinesToStdout } from "./lib/stdout_lines.ts";
 import { type RunningServer, startServer } from "./server/run.ts";
 import { servedEdge } from "./server/deno_serve.ts";
@@ -40,8 +41,7 @@ async function runProcess(config: Config): Promise<void> {
     Deno.exit(0);
   };
   // Before start-up: readiness can answer 200 before `startServer` returns.
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  onSignals(["SIGINT", "SIGTERM"], (signal) => void stop(signal));
   try {
     server = await startServer(config, { logger, logToStdout: true });
   } catch (error) {
