@@ -1,5 +1,6 @@
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
-import { createLogger } from "./lib/log.ts";
+import { createLogger, stdoutLogFormat } from "./lib/log.ts";
+import { onSignals } from "./lib/signals.ts";
 import { writeLinesToStdout } from "./lib/stdout_lines.ts";
 import { type RunningServer, startServer } from "./server/run.ts";
 import { servedEdge } from "./server/deno_serve.ts";
@@ -14,10 +15,14 @@ const served = servedEdge(() => Deno.env.toObject());
  */
 export default { fetch: served.fetch } satisfies Deno.ServeDefaultExport;
 
-/** `deno run main.ts` (`deno task start`): both listeners, the gRPC one supervised. */
+/** `deno run main.ts` (and `deno task start`, start.ts): both listeners, the gRPC one supervised. */
 async function runProcess(config: Config): Promise<void> {
   // The gRPC child writes to the same stdout (logToStdout): lines are written whole.
-  const logger = createLogger({ level: config.logLevel, write: writeLinesToStdout });
+  const logger = createLogger({
+    level: config.logLevel,
+    format: stdoutLogFormat(config.logFormat),
+    write: writeLinesToStdout,
+  });
   // A file-size limit (`ulimit -f`) kills with SIGXFSZ by default; ignored, the write fails
   // with EFBIG instead, and that is a storage fault the client gets a 503 for.
   ignoreSignal("SIGXFSZ");
@@ -36,8 +41,7 @@ async function runProcess(config: Config): Promise<void> {
     Deno.exit(0);
   };
   // Before start-up: readiness can answer 200 before `startServer` returns.
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  onSignals(["SIGINT", "SIGTERM"], (signal) => void stop(signal));
   try {
     server = await startServer(config, { logger, logToStdout: true });
   } catch (error) {
@@ -72,9 +76,14 @@ function whenServeModeKnown(then: (servedByRuntime: boolean) => void): void {
   }, 0);
 }
 
-if (import.meta.main) {
-  // Validated while the module evaluates, so a bad variable stops start-up with its one line
-  // before Deno prints anything about the default export.
+/**
+ * Starts what the way this module is run asks for: the default export's single port under
+ * `deno serve` and on Deno Deploy, both listeners under `deno run`. Called when this module is
+ * the main one, and by start.ts.
+ */
+export function main(): void {
+  // Validated at once, so a bad variable stops start-up with its one line before Deno prints
+  // anything about the default export.
   let config: Config;
   try {
     config = loadConfig(Deno.env.toObject());
@@ -91,3 +100,5 @@ if (import.meta.main) {
     } else void runProcess(config);
   });
 }
+
+if (import.meta.main) main();

@@ -7,7 +7,6 @@ import type { Admission } from "../security/admission.ts";
 import type { BookStore } from "../store/books.ts";
 import {
   decodeBody,
-  GRAPHQL_PATH,
   graphqlBodyLimit,
   isJsonRequest,
   negotiateGraphqlType,
@@ -15,6 +14,7 @@ import {
 } from "./over_http.ts";
 import { dataResponse } from "./responses.ts";
 import type { ResultCache } from "./result_cache.ts";
+import { GRAPHQL_PATH } from "../lib/paths.ts";
 
 /**
  * Answers `POST /graphql` from the result cache (graphql/result_cache.ts) before the framework

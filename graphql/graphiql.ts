@@ -2,9 +2,7 @@ import type { Hono } from "hono";
 import { AppError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import { requires } from "../security/access.ts";
-
-/** Where GraphiQL's files are served; every one comes from this server. */
-export const ASSET_PATH = "/graphql/assets";
+import { GRAPHQL_ASSETS_PATH, GRAPHQL_PATH } from "../lib/paths.ts";
 
 const JS = "text/javascript; charset=utf-8";
 const CSS = "text/css; charset=utf-8";
@@ -43,7 +41,9 @@ export const DEFAULT_QUERY = `# The book list (spec 4.2). Press the run button o
 
 // Our own start-up script, served as a file so the page's CSP needs no inline script.
 const INIT_SCRIPT = `"use strict";
-const fetcher = GraphiQL.createFetcher({ url: new URL("/graphql", location.href).href });
+const fetcher = GraphiQL.createFetcher({ url: new URL(${
+  JSON.stringify(GRAPHQL_PATH)
+}, location.href).href });
 ReactDOM.createRoot(document.getElementById("graphiql")).render(
   React.createElement(GraphiQL, {
     fetcher,
@@ -59,15 +59,15 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>GraphiQL – books</title>
-<link rel="stylesheet" href="${ASSET_PATH}/graphiql.min.css">
-<link rel="stylesheet" href="${ASSET_PATH}/page.css">
+<link rel="stylesheet" href="${GRAPHQL_ASSETS_PATH}/graphiql.min.css">
+<link rel="stylesheet" href="${GRAPHQL_ASSETS_PATH}/page.css">
 </head>
 <body>
 <div id="graphiql">Loading GraphiQL…</div>
-<script src="${ASSET_PATH}/react.production.min.js"></script>
-<script src="${ASSET_PATH}/react-dom.production.min.js"></script>
-<script src="${ASSET_PATH}/graphiql.min.js"></script>
-<script src="${ASSET_PATH}/init.js"></script>
+<script src="${GRAPHQL_ASSETS_PATH}/react.production.min.js"></script>
+<script src="${GRAPHQL_ASSETS_PATH}/react-dom.production.min.js"></script>
+<script src="${GRAPHQL_ASSETS_PATH}/graphiql.min.js"></script>
+<script src="${GRAPHQL_ASSETS_PATH}/init.js"></script>
 </body>
 </html>
 `;
@@ -107,7 +107,7 @@ function assetBytes(name: string): Promise<Uint8Array<ArrayBuffer>> | undefined 
 
 /** Serves GraphiQL's assets at `/graphql/assets/{name}`. */
 export function graphiqlAssetRoutes(app: Hono<AppEnv>): void {
-  app.get(`${ASSET_PATH}/:name`, requires("public"), async (c) => {
+  app.get(`${GRAPHQL_ASSETS_PATH}/:name`, requires("public"), async (c) => {
     const name = c.req.param("name");
     const cacheControl = "public, max-age=3600";
     if (name === "init.js" || name === "page.css") {

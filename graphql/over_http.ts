@@ -1,9 +1,7 @@
 import { AppError } from "../lib/errors.ts";
 import { acceptance, preferredMediaType } from "../lib/http/accept.ts";
 import { readBodyLimited } from "../lib/http/body.ts";
-
-/** Where GraphQL is served: operations by POST, GraphiQL by a browser's GET. */
-export const GRAPHQL_PATH = "/graphql";
+import { parseMediaType } from "../lib/http/media_type.ts";
 
 /** The response media types of GraphQL-over-HTTP. */
 export type GraphqlMediaType = "application/json" | "application/graphql-response+json";
@@ -33,11 +31,16 @@ export function acceptsHtml(accept: string | undefined): boolean {
   return html.q > 0 && html.specificity > 0;
 }
 
-const JSON_REQUEST = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
-
-/** True for a JSON Content-Type, in UTF-8 when a charset is given. */
+/**
+ * True for a JSON Content-Type, in UTF-8 when a charset is given: `application/json` whose only
+ * parameter, if any, is `charset=utf-8`.
+ */
 export function isJsonRequest(contentType: string | undefined | null): boolean {
-  return typeof contentType === "string" && JSON_REQUEST.test(contentType.trim());
+  const media = parseMediaType(contentType);
+  return media?.type === "application/json" &&
+    media.parameters?.every(([name, value]) =>
+        name === "charset" && value.toLowerCase() === "utf-8"
+      ) === true;
 }
 
 /** Checks the request's Content-Type: JSON, in UTF-8 when a charset is given (415 otherwise). */

@@ -12,7 +12,6 @@ import {
   acceptsHtml,
   assertJsonRequest,
   exceedsUtf8Bytes,
-  GRAPHQL_PATH,
   graphqlBodyLimit,
   type GraphqlMediaType,
   negotiateGraphqlType,
@@ -29,6 +28,7 @@ import {
 import { createResultCache, type ResultCache } from "./result_cache.ts";
 import { booksRoot, createBooksSchema } from "./schema.ts";
 import { requires } from "../security/access.ts";
+import { GRAPHQL_PATH } from "../lib/paths.ts";
 
 /** What the GraphQL endpoint needs. */
 export interface GraphqlDeps {

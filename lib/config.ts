@@ -30,6 +30,7 @@ const ConfigSchema = z.object({
   BOOKS_FILE: z.string().min(1).optional(),
   MAX_BODY_BYTES: positiveInt.default(65536),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  LOG_FORMAT: z.enum(["json", "pretty"], "must be json or pretty").optional(),
   SHUTDOWN_DRAIN_S: z.string().regex(/^[0-9]{1,4}$/, "must be whole seconds from 0 to 3600")
     .transform(Number).refine((n) => n <= 3600, "must be whole seconds from 0 to 3600")
     .default(5),
@@ -134,6 +135,8 @@ export interface Config {
   booksFile: string | undefined;
   maxBodyBytes: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** `LOG_FORMAT`; undefined: readable lines on a terminal, JSON elsewhere (lib/log.ts). */
+  logFormat: "json" | "pretty" | undefined;
   /**
    * `SHUTDOWN_DRAIN_S`: after SIGTERM, readiness is 503 and the listeners keep serving this
    * long before they close, so a balancer notices and stops sending first.
@@ -269,6 +272,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     booksFile: c.BOOKS_FILE,
     maxBodyBytes: c.MAX_BODY_BYTES,
     logLevel: c.LOG_LEVEL,
+    logFormat: c.LOG_FORMAT,
     shutdownDrainS: c.SHUTDOWN_DRAIN_S,
     graphql: {
       maxDocumentBytes: c.GRAPHQL_MAX_DOCUMENT_BYTES,

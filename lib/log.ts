@@ -3,8 +3,21 @@ export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
 
-/** Structured JSON-lines logger. Fields must never carry secrets or request bodies. */
+/** How lines are written: one JSON object each, or readable text (`time LEVEL msg key=value…`). */
+export type LogFormat = "json" | "pretty";
+
+/**
+ * The format of a logger writing to stdout: `configured` (`LOG_FORMAT`), else readable lines on a
+ * terminal and JSON everywhere else (pipes, files, log collectors).
+ */
+export function stdoutLogFormat(configured: LogFormat | undefined): LogFormat {
+  return configured ?? (Deno.stdout.isTerminal() ? "pretty" : "json");
+}
+
+/** Structured logger, one line per event. Fields must never carry secrets or request bodies. */
 export interface Logger {
+  /** How its lines are written (a child process writing to the same stdout follows it). */
+  readonly format: LogFormat;
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
@@ -44,7 +57,8 @@ const FLUSH_MS = 20;
 const FLUSH_CHARS = 32 * 1024;
 
 /**
- * Creates a logger writing one JSON object per line. Lines are buffered and written together in
+ * Creates a logger writing one line per event: a JSON object (the default), or with `format:
+ * "pretty"` the same time, level, message and fields as readable text. Lines are buffered and written together in
  * one write when FLUSH_CHARS are waiting or FLUSH_MS after the first of them: under load the
  * access log costs a write per block of lines, not per request (or per turn of the event loop).
  * Nothing is lost on a clean stop: `flush()` is called before the process exits, and the
@@ -53,12 +67,14 @@ const FLUSH_CHARS = 32 * 1024;
 export function createLogger(
   options: {
     level?: LogLevel;
+    format?: LogFormat;
     write?: (text: string) => void;
     /** Writes each line at once, unbuffered: for a sink in memory, where a write costs nothing. */
     unbuffered?: boolean;
   } = {},
 ): Logger {
   const min = RANK[options.level ?? "info"];
+  const format = options.format ?? "json";
   const encoder = new TextEncoder();
   const write = options.write ?? ((text: string) => writeAll(encoder.encode(text)));
   let buffer: string[] = [];
@@ -108,6 +124,7 @@ export function createLogger(
 
   function emit(level: LogLevel, msg: string, fields?: Record<string, unknown>, force = false) {
     if (RANK[level] < min && !(force && min < RANK.silent)) return;
+    if (format === "pretty") return push(prettyLine(timestamp(), level, msg, fields));
     // Same line as JSON.stringify({time, level, msg, ...fields}), without copying `fields` into
     // a new object: its own JSON is spliced in after `msg`.
     const rest = fields === undefined ? "{}" : JSON.stringify(fields);
@@ -117,6 +134,9 @@ export function createLogger(
 
   function request(line: AccessLine) {
     if (RANK.info < min) return;
+    if (format === "pretty") {
+      return push(prettyLine(timestamp(), "info", "request", line as unknown as Fields));
+    }
     // Strings are JSON-quoted one by one; `status` and `durationMs` are finite numbers, a trace
     // id is 32 hex digits.
     push(
@@ -131,6 +151,7 @@ export function createLogger(
   }
 
   return {
+    format,
     debug: (m, f) => emit("debug", m, f),
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
@@ -140,6 +161,38 @@ export function createLogger(
     line: (text) => push(text.endsWith("\n") ? text : `${text}\n`),
     flush,
   };
+}
+
+type Fields = Record<string, unknown>;
+
+const LABEL: Record<LogLevel, string> = {
+  debug: "DEBUG",
+  info: "INFO ",
+  warn: "WARN ",
+  error: "ERROR",
+  silent: "",
+};
+
+/** `time LEVEL msg key=value…`: one line whatever the values hold. */
+function prettyLine(time: string, level: LogLevel, msg: string, fields?: Fields): string {
+  let line = `${time} ${LABEL[level]} ${msg}`;
+  for (const name in fields) {
+    const value = fields[name];
+    if (value !== undefined) line += ` ${name}=${prettyValue(value)}`;
+  }
+  return `${line}\n`;
+}
+
+// Printable ASCII but space, `"`, `=` and `\`: shown as is. Anything else is JSON-quoted, so a
+// value cannot break the line, fake a field or send a terminal control sequence.
+const BARE = /^[!#-<>-\[\]-~]+$/;
+const UNPRINTABLE = /[\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+function prettyValue(value: unknown): string {
+  if (typeof value === "string" && BARE.test(value)) return value;
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  const json = JSON.stringify(value) ?? String(value);
+  return json.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 function writeAll(bytes: Uint8Array) {

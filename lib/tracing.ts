@@ -6,6 +6,7 @@ import {
   SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
+import { isGrpcMediaType, mediaTypeOf } from "./http/media_type.ts";
 
 /**
  * True when Deno exports traces (`OTEL_DENO=true`, Deno's built-in OpenTelemetry). Read once at
@@ -105,5 +106,5 @@ export function startRpcSpan(
 
 /** The RPC system of a call by its content type: gRPC and gRPC-Web are `grpc`, else Connect. */
 export function rpcSystemOf(contentType: string | null): "grpc" | "connect_rpc" {
-  return contentType?.startsWith("application/grpc") ? "grpc" : "connect_rpc";
+  return isGrpcMediaType(mediaTypeOf(contentType)) ? "grpc" : "connect_rpc";
 }

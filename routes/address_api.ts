@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { MERGE_PATCH_JSON } from "../lib/http/body.ts";
 import { VENDOR_JSON, VENDOR_JSON_V2 } from "../lib/http/negotiate.ts";
 import { routeAccess } from "../security/access.ts";
+import { ADDRESS_ROUTE, ADDRESSES_PATH } from "../lib/paths.ts";
 import {
   CACHED_HEADERS,
   IfMatchSchema,
@@ -84,7 +85,7 @@ const unsupported = errorResponse("`unsupported-media-type`");
 export const createAddress = createRoute({
   ...routeAccess("addresses:write"),
   method: "post",
-  path: "/addresses",
+  path: ADDRESSES_PATH,
   operationId: "createAddress",
   tags: ["addresses"],
   summary: "Create an address (every request creates a new one, unless Idempotency-Key repeats)",
@@ -119,7 +120,7 @@ export const createAddress = createRoute({
 export const listAddresses = createRoute({
   ...routeAccess("addresses:read"),
   method: "get",
-  path: "/addresses",
+  path: ADDRESSES_PATH,
   operationId: "listAddresses",
   tags: ["addresses"],
   summary: "List the caller's addresses by ascending id, one page at a time",
@@ -139,7 +140,7 @@ export const listAddresses = createRoute({
 export const getAddress = createRoute({
   ...routeAccess("addresses:read"),
   method: "get",
-  path: "/addresses/{id}",
+  path: ADDRESS_ROUTE,
   operationId: "getAddress",
   tags: ["addresses"],
   summary: "Get one of the caller's addresses",
@@ -164,7 +165,7 @@ export const getAddress = createRoute({
 export const putAddress = createRoute({
   ...routeAccess("addresses:write"),
   method: "put",
-  path: "/addresses/{id}",
+  path: ADDRESS_ROUTE,
   operationId: "putAddress",
   tags: ["addresses"],
   summary: `Version 1: replace ${fieldListText(V1_REPLACED, true)}, or create with a new id. ` +
@@ -199,7 +200,7 @@ export const putAddress = createRoute({
 export const patchAddress = createRoute({
   ...routeAccess("addresses:write"),
   method: "patch",
-  path: "/addresses/{id}",
+  path: ADDRESS_ROUTE,
   operationId: "patchAddress",
   tags: ["addresses"],
   summary: "Change some members of an address (JSON Merge Patch, RFC 7396)",
@@ -231,7 +232,7 @@ export const patchAddress = createRoute({
 export const deleteAddress = createRoute({
   ...routeAccess("addresses:write"),
   method: "delete",
-  path: "/addresses/{id}",
+  path: ADDRESS_ROUTE,
   operationId: "deleteAddress",
   tags: ["addresses"],
   summary: "Delete one of the caller's addresses",

@@ -14,6 +14,7 @@ import type { AddressStore, Precondition, StoredAddress } from "../store/address
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
 import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
+import { ADDRESSES_PATH } from "../lib/paths.ts";
 import {
   createAddress,
   CreateHeaderSchema,
@@ -74,7 +75,7 @@ export function addressRoutes(
   options: { maxBodyBytes: number },
 ): void {
   // "/addresses/*" also matches "/addresses" itself.
-  app.use("/addresses/*", jsonObjectBody(options.maxBodyBytes));
+  app.use(`${ADDRESSES_PATH}/*`, jsonObjectBody(options.maxBodyBytes));
   // The busiest write checks its one header itself (routes/json_body.ts).
   app.openapi(bodyValidatedOnly(app.openAPIRegistry, createAddress), async (c) => {
     const type = writeType(c);

@@ -2,9 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { AppError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import { requires } from "../security/access.ts";
-
-/** Where the API reference's files are served; every one comes from this server. */
-export const REFERENCE_ASSETS = "/docs/assets";
+import { DOCS_ASSETS_PATH, DOCS_PATH, OPENAPI_PATH } from "../lib/paths.ts";
 
 const JS = "text/javascript; charset=utf-8";
 const CSS = "text/css; charset=utf-8";
@@ -20,7 +18,7 @@ const PACKAGE_FILES = new Map<string, { file: string; type: string }>([
 // badge: it would ask validator.swagger.io about the document.
 const INIT_SCRIPT = `"use strict";
 window.ui = SwaggerUIBundle({
-  url: new URL("/openapi.json", location.href).href,
+  url: new URL(${JSON.stringify(OPENAPI_PATH)}, location.href).href,
   dom_id: "#swagger-ui",
   deepLinking: true,
   validatorUrl: null,
@@ -35,12 +33,12 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>API reference – books and addresses</title>
-<link rel="stylesheet" href="${REFERENCE_ASSETS}/swagger-ui.css">
+<link rel="stylesheet" href="${DOCS_ASSETS_PATH}/swagger-ui.css">
 </head>
 <body>
 <div id="swagger-ui">Loading the API reference…</div>
-<script src="${REFERENCE_ASSETS}/swagger-ui-bundle.js"></script>
-<script src="${REFERENCE_ASSETS}/init.js"></script>
+<script src="${DOCS_ASSETS_PATH}/swagger-ui-bundle.js"></script>
+<script src="${DOCS_ASSETS_PATH}/init.js"></script>
 </body>
 </html>
 `;
@@ -64,14 +62,14 @@ function packageFile(name: string): Promise<Uint8Array<ArrayBuffer>> | undefined
 
 /** `GET /docs`: Swagger UI over `/openapi.json`, with its assets under `/docs/assets/`. */
 export function apiReferenceRoutes(app: OpenAPIHono<AppEnv>): void {
-  app.get("/docs", requires("public"), () =>
+  app.get(DOCS_PATH, requires("public"), () =>
     new Response(PAGE, {
       headers: {
         "content-type": "text/html; charset=utf-8",
         "cache-control": "no-cache",
       },
     }));
-  app.get(`${REFERENCE_ASSETS}/:name`, requires("public"), async (c) => {
+  app.get(`${DOCS_ASSETS_PATH}/:name`, requires("public"), async (c) => {
     const name = c.req.param("name");
     const cacheControl = "public, max-age=3600";
     if (name === "init.js") {

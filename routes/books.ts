@@ -15,12 +15,7 @@ import { negotiateJson } from "../lib/http/negotiate.ts";
 import { BOOKS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
 import { contentEtag } from "../lib/http/etag.ts";
 import { routeAccess } from "../security/access.ts";
-
-/** Where the catalogue is read, as the routes define it (and the answers in front of them read). */
-export const BOOKS_PATH = "/rest/books";
-/** One book: the template, and the prefix its id follows. */
-export const BOOK_ROUTE = "/api/book/{id}";
-export const BOOK_PATH_PREFIX = BOOK_ROUTE.slice(0, BOOK_ROUTE.indexOf("{"));
+import { BOOK_ROUTE, BOOKS_PATH } from "../lib/paths.ts";
 
 /** A catalogue representation as sent: its JSON text and strong ETag. */
 export interface Encoded {

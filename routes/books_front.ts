@@ -5,14 +5,8 @@ import { ID_PATTERN } from "../lib/schemas.ts";
 import type { BookStore } from "../store/books.ts";
 import type { Inner } from "../server/handler.ts";
 import { acceptableJson } from "../lib/http/negotiate.ts";
-import {
-  BOOK_PATH_PREFIX,
-  BOOK_ROUTE,
-  BOOKS_PATH,
-  catalogueAnswer,
-  type Encoded,
-  encodedCatalogue,
-} from "./books.ts";
+import { BOOK_PATH_PREFIX, BOOK_ROUTE, BOOKS_PATH } from "../lib/paths.ts";
+import { catalogueAnswer, type Encoded, encodedCatalogue } from "./books.ts";
 
 /**
  * Answers the successful catalogue reads, `GET /rest/books` and `GET /api/book/{id}` of a book

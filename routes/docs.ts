@@ -3,6 +3,7 @@ import type { AppEnv } from "../lib/http/hono_env.ts";
 import { GATE_RESPONSES } from "../lib/http/openapi.ts";
 import { apiReferenceRoutes } from "./api_reference.ts";
 import { requires, securityOf } from "../security/access.ts";
+import { DOCS_PATH, ERRORS_DOC_PATH, OPENAPI_PATH } from "../lib/paths.ts";
 
 const ERRORS_DOC = new URL("../docs/errors.md", import.meta.url);
 let errorsDoc: Uint8Array<ArrayBuffer> | undefined;
@@ -14,7 +15,7 @@ let errorsDoc: Uint8Array<ArrayBuffer> | undefined;
 export function docsRoutes(app: OpenAPIHono<AppEnv>): void {
   documentDocs(app);
   apiReferenceRoutes(app);
-  app.get("/docs/errors", requires("public"), async () => {
+  app.get(ERRORS_DOC_PATH, requires("public"), async () => {
     errorsDoc ??= await Deno.readFile(ERRORS_DOC);
     return new Response(errorsDoc, {
       headers: { "content-type": "text/markdown; charset=utf-8" },
@@ -34,7 +35,7 @@ const text = (type: string, description: string) => ({
 function documentDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerPath({
     method: "get",
-    path: "/openapi.json",
+    path: OPENAPI_PATH,
     operationId: "getOpenApiDocument",
     security: securityOf("public"),
     tags: ["service"],
@@ -51,7 +52,7 @@ function documentDocs(app: OpenAPIHono<AppEnv>): void {
   });
   app.openAPIRegistry.registerPath({
     method: "get",
-    path: "/docs",
+    path: DOCS_PATH,
     operationId: "getApiReference",
     security: securityOf("public"),
     tags: ["service"],
@@ -61,7 +62,7 @@ function documentDocs(app: OpenAPIHono<AppEnv>): void {
   });
   app.openAPIRegistry.registerPath({
     method: "get",
-    path: "/docs/errors",
+    path: ERRORS_DOC_PATH,
     operationId: "getErrorReference",
     security: securityOf("public"),
     tags: ["service"],

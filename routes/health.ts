@@ -5,13 +5,14 @@ import type { Store } from "../store/store.ts";
 import type { StorageHealth } from "../store/kv/storage_health.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import { routeAccess } from "../security/access.ts";
+import { LIVENESS_PATH, READINESS_PATH } from "../lib/paths.ts";
 
 const StatusSchema = z.object({ status: z.string() }).openapi("Status");
 
 const healthz = createRoute({
   ...routeAccess("probe"),
   method: "get",
-  path: "/healthz",
+  path: LIVENESS_PATH,
   operationId: "getLiveness",
   tags: ["service"],
   summary: "Liveness: 200 while the process serves",
@@ -26,7 +27,7 @@ const healthz = createRoute({
 const readyz = createRoute({
   ...routeAccess("probe"),
   method: "get",
-  path: "/readyz",
+  path: READINESS_PATH,
   operationId: "getReadiness",
   tags: ["service"],
   summary: "Readiness: every listener serves, KV reachable, catalogue seeded, not shutting down",

@@ -4,22 +4,34 @@ import { jsonHeaders, negotiateJson } from "../lib/http/negotiate.ts";
 import { GATE_RESPONSES, jsonContent } from "../lib/http/openapi.ts";
 import { errorResponse } from "../lib/schemas.ts";
 import { routeAccess } from "../security/access.ts";
+import {
+  ADDRESS_ROUTE,
+  ADDRESSES_PATH,
+  BOOK_ROUTE,
+  BOOKS_PATH,
+  BOOKS_RPC_PATH,
+  DOCS_PATH,
+  ENTRY_PATH,
+  ERRORS_DOC_PATH,
+  GRAPHQL_PATH,
+  OPENAPI_PATH,
+} from "../lib/paths.ts";
 
 const link = (href: string, title: string, templated = false) =>
   templated ? { href, title, templated } : { href, title };
 
 /** Links to every resource (HAL-style `_links`; `templated` marks an RFC 6570 template). */
 export const ENTRY_LINKS = {
-  self: link("/", "This entry point"),
-  books: link("/rest/books", "Every book, ascending id"),
-  book: link("/api/book/{id}", "One book", true),
-  addresses: link("/addresses", "The caller's addresses, one page at a time"),
-  address: link("/addresses/{id}", "One address (GET, PUT, PATCH, DELETE)", true),
-  graphql: link("/graphql", "GraphQL endpoint (POST; GraphiQL in a browser)"),
-  grpc: link("/books.v1.BooksService/books", "Books over Connect and gRPC-Web (POST)"),
-  openapi: link("/openapi.json", "OpenAPI 3.1 description of the REST API"),
-  docs: link("/docs", "Interactive API reference"),
-  errors: link("/docs/errors", "Error codes"),
+  self: link(ENTRY_PATH, "This entry point"),
+  books: link(BOOKS_PATH, "Every book, ascending id"),
+  book: link(BOOK_ROUTE, "One book", true),
+  addresses: link(ADDRESSES_PATH, "The caller's addresses, one page at a time"),
+  address: link(ADDRESS_ROUTE, "One address (GET, PUT, PATCH, DELETE)", true),
+  graphql: link(GRAPHQL_PATH, "GraphQL endpoint (POST; GraphiQL in a browser)"),
+  grpc: link(BOOKS_RPC_PATH, "Books over Connect and gRPC-Web (POST)"),
+  openapi: link(OPENAPI_PATH, "OpenAPI 3.1 description of the REST API"),
+  docs: link(DOCS_PATH, "Interactive API reference"),
+  errors: link(ERRORS_DOC_PATH, "Error codes"),
 } as const;
 
 const LinkSchema = z.object({
@@ -31,7 +43,7 @@ const LinkSchema = z.object({
 const entryPoint = createRoute({
   ...routeAccess("public"),
   method: "get",
-  path: "/",
+  path: ENTRY_PATH,
   operationId: "getEntryPoint",
   tags: ["service"],
   summary: "Entry point: links to every resource",

@@ -6,10 +6,10 @@ import type { AppEnv } from "../lib/http/hono_env.ts";
 import {
   bodyTypesFor,
   isBodyTypeFor,
-  mediaTypeOf,
   MERGE_PATCH_JSON,
   readBodyLimited,
 } from "../lib/http/body.ts";
+import { mediaTypeOf } from "../lib/http/media_type.ts";
 
 /**
  * How the address writes take their JSON bodies through zod-openapi, in one place. zod-openapi

@@ -10,6 +10,7 @@ import { errorResponse } from "../lib/schemas.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import type { AddressStore } from "../store/addresses/repository.ts";
 import { routeAccess } from "../security/access.ts";
+import { ADDRESSES_EXPORT_PATH, ADDRESSES_PATH } from "../lib/paths.ts";
 
 /** The per-owner data routes: take one's addresses elsewhere, or have them erased. */
 
@@ -25,7 +26,7 @@ export const AddressExportSchema = z.object({
 export const exportAddresses = createRoute({
   ...routeAccess("addresses:read"),
   method: "get",
-  path: "/addresses/export",
+  path: ADDRESSES_EXPORT_PATH,
   operationId: "exportAddresses",
   tags: ["addresses"],
   summary: "Export all the caller's addresses",
@@ -61,7 +62,7 @@ export const exportAddresses = createRoute({
 export const eraseAddresses = createRoute({
   ...routeAccess("addresses:write"),
   method: "delete",
-  path: "/addresses",
+  path: ADDRESSES_PATH,
   operationId: "eraseAddresses",
   tags: ["addresses"],
   summary: "Erase all the caller's addresses",

@@ -8,6 +8,8 @@
  * them has anything left to decode or normalise.
  */
 
+import { AppError } from "../lib/errors.ts";
+
 // Segments cannot contain "/", so the pattern matches in linear time whatever the input.
 const SEGMENT = String.raw`(?!\.\.?(?:[/?]|$))[A-Za-z0-9\-._~!$&'()*+,;=:@]+`;
 const PATH_AND_QUERY = new RegExp(
@@ -54,4 +56,13 @@ export function rawPathOf(url: string): string {
   if (start === -1) return "/";
   const query = url.indexOf("?", start);
   return url.slice(start, query === -1 ? undefined : query).slice(0, 200);
+}
+
+/** The refusal of a target that is not canonical, on every listener: 400 `invalid-parameter`. */
+export function notCanonical(target: string): AppError {
+  return new AppError(
+    "invalid-parameter",
+    `The request target is not in canonical form (${target.slice(0, 100)}): send the path ` +
+      "without percent-encoding, fragment, empty or dot segments and backslashes.",
+  );
 }

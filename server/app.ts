@@ -26,6 +26,7 @@ import { requires } from "../security/access.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
 import type { GraphqlCaches } from "../graphql/caches.ts";
+import { OPENAPI_PATH } from "../lib/paths.ts";
 
 /** What the HTTP app needs from the process. */
 export interface AppDeps {
@@ -123,7 +124,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   };
   // Built once, on first request, when every route is registered: the document does not change.
   let document: string | undefined;
-  app.get("/openapi.json", requires("public"), () => {
+  app.get(OPENAPI_PATH, requires("public"), () => {
     document ??= JSON.stringify(app.getOpenAPI31Document(documentConfig));
     return new Response(document, { headers: { "content-type": "application/json" } });
   });

@@ -1,6 +1,6 @@
 import { type Config, ConfigError, loadConfig } from "../lib/config.ts";
 import { userMessage } from "../lib/errors.ts";
-import { createLogger } from "../lib/log.ts";
+import { createLogger, stdoutLogFormat } from "../lib/log.ts";
 import { helpUrl } from "./render_error.ts";
 import type { Handler } from "./handler.ts";
 import { openEdge } from "./compose.ts";
@@ -28,7 +28,10 @@ export function servedEdge(env: () => Record<string, string | undefined>): Serve
   function open(): Promise<Handler> {
     opening ??= (async () => {
       const config: Config = loadConfig(env());
-      const logger = createLogger({ level: config.logLevel });
+      const logger = createLogger({
+        level: config.logLevel,
+        format: stdoutLogFormat(config.logFormat),
+      });
       try {
         // The host listens before this module is asked for anything: the port serves, and
         // readiness only waits for storage (below).

@@ -1,23 +1,10 @@
 import type { Router } from "hono/router";
-import type { Decision, Gate } from "../security/gate.ts";
-import { AppError } from "../lib/errors.ts";
-import { canonicalPath, rawPathOf } from "../security/target.ts";
+import type { Gate } from "../security/gate.ts";
+import { canonicalPath, notCanonical, rawPathOf } from "../security/target.ts";
 import type { Admission } from "../security/admission.ts";
 import type { Handler, Inner } from "./handler.ts";
 import { accessFor } from "../security/route_access.ts";
 import { addMissingHeaders } from "../lib/http/response_headers.ts";
-
-/** The entry's refusal of a target that is not canonical (design.md, "One request, one view"). */
-function notCanonical(path: string): Decision {
-  return {
-    ok: false,
-    error: new AppError(
-      "invalid-parameter",
-      `The request target is not in canonical form (${path.slice(0, 100)}): send the path ` +
-        "without percent-encoding, fragment, empty or dot segments and backslashes.",
-    ),
-  };
-}
 
 /**
  * The HTTP listener's entry, where every request is decided once: its target is made canonical
@@ -55,7 +42,7 @@ export function httpEntry(
     const path = canonicalPath(request.url, request.headers.get("host"));
     if (path === undefined) {
       const raw = rawPathOf(request.url);
-      return app(request, { info, path: raw, decision: notCanonical(raw) });
+      return app(request, { info, path: raw, decision: { ok: false, error: notCanonical(raw) } });
     }
     if (gate === undefined) return proceed(request, { info, path, decision: undefined });
     const decision = gate.decide({

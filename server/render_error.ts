@@ -4,6 +4,7 @@ import { AppError, type ErrorCode, negotiateLanguage, userMessage } from "../lib
 import { preferredMediaType } from "../lib/http/accept.ts";
 import type { Logger } from "../lib/log.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
+import { ERRORS_DOC_PATH } from "../lib/paths.ts";
 
 const REASON: Record<number, string> = {
   400: "Bad Request",
@@ -28,7 +29,7 @@ const REASON: Record<number, string> = {
  * request: its Host (or an absolute-form target) is the client's to choose.
  */
 export function helpUrl(base: string, code: string): string {
-  return `${base}/docs/errors#${code}`;
+  return `${base}${ERRORS_DOC_PATH}#${code}`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Config } from "../lib/config.ts";
-import { createLogger, type Logger } from "../lib/log.ts";
+import { createLogger, type Logger, stdoutLogFormat } from "../lib/log.ts";
 import { openFilesLimit } from "../lib/proc.ts";
 import { type GrpcListener, startGrpcListener } from "../rpc/listener/grpc_listener.ts";
 import { startSupervisedGrpc } from "../rpc/process/grpc_supervisor.ts";
@@ -48,7 +48,8 @@ export async function startServer(
   config: Config,
   options: ServerOptions = {},
 ): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const logger = options.logger ??
+    createLogger({ level: config.logLevel, format: stdoutLogFormat(config.logFormat) });
   const logToStdout = options.logToStdout ?? options.logger === undefined;
   let shuttingDown = false;
   // Ready once every listener serves and the `listening` line is out; a supervised gRPC child
@@ -85,6 +86,7 @@ export async function startServer(
             kvPath: config.kvPath,
             booksFile: config.booksFile,
             logLevel: config.logLevel,
+            logFormat: logger.format,
             auth: config.auth,
             rateLimit: config.rateLimit,
           },

@@ -189,6 +189,10 @@ Deno.test("the gRPC listener: not canonical is INVALID_ARGUMENT, an undeclared p
     for (const target of ["/%62ooks.v1.BooksService/books", "/books.v1.BooksService/./books"]) {
       const res = await call(target);
       assert.equal(res.headers.get("grpc-status"), "3", target);
+      // The same refusal as the HTTP listener's, word for word.
+      const http = JSON.parse((await rawHttp1(server.httpUrl, { method: "POST", target })).body);
+      const message = decodeURIComponent(res.headers.get("grpc-message") ?? "");
+      assert.equal(message, http.errors[0].detail, target);
     }
     const unknown = await call("/books.v1.BooksService/other");
     assert.equal(unknown.headers.get("grpc-status"), "16");

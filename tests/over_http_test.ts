@@ -86,6 +86,11 @@ Deno.test("isJsonRequest: application/json, in UTF-8 when a charset is named", (
     ["application/graphql", false],
     ["text/plain", false],
     ["application/json; boundary=x", false],
+    // RFC 9110's grammar (lib/http/media_type.ts): an empty parameter is none; no whitespace
+    // around "=".
+    ["application/json;", true],
+    ["application/json ;charset=utf-8;", true],
+    ["application/json; charset = utf-8", false],
   ];
   for (const [type, expected] of cases) assert.equal(isJsonRequest(type), expected, String(type));
   assert.doesNotThrow(() => assertJsonRequest(JSON_TYPE));

@@ -1,4 +1,5 @@
 import { AppError } from "../errors.ts";
+import { mediaTypeOf } from "./media_type.ts";
 import { VENDOR_JSON, VENDOR_JSON_V2 } from "./negotiate.ts";
 
 /** The body types a JSON write (POST, PUT) takes, in any case and with any parameters. */
@@ -14,21 +15,6 @@ export function bodyTypesFor(method: string): readonly string[] | undefined {
   if (method === "POST" || method === "PUT") return JSON_BODY_TYPES;
   if (method === "PATCH") return PATCH_BODY_TYPES;
   return undefined;
-}
-
-// RFC 9110 `type "/" subtype`, both tokens.
-const TOKEN = "[!#$%&'*+.^_`|~0-9a-z-]+";
-const ESSENCE = new RegExp(`^${TOKEN}/${TOKEN}$`, "i");
-
-/**
- * The media type of a Content-Type value, lower-cased and without parameters
- * (`Application/JSON; charset=utf-8;;` is `application/json`); undefined when absent or malformed.
- */
-export function mediaTypeOf(value: string | undefined | null): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  const semicolon = value.indexOf(";");
-  const essence = (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase();
-  return ESSENCE.test(essence) ? essence : undefined;
 }
 
 /**

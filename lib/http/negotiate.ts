@@ -1,5 +1,6 @@
 import { AppError } from "../errors.ts";
 import { acceptance, preferredMediaType } from "./accept.ts";
+import { mediaTypeOf } from "./media_type.ts";
 
 /** The vendor media type of version 1 of this API (spec 9, media type versioning). */
 export const VENDOR_JSON = "application/vnd.books.v1+json";
@@ -62,9 +63,7 @@ export function isVersion2(
   accept: string | undefined | null,
   contentType: string | undefined | null,
 ): boolean {
-  if (contentType && contentType.split(";")[0]!.trim().toLowerCase() === VENDOR_JSON_V2) {
-    return true;
-  }
+  if (mediaTypeOf(contentType) === VENDOR_JSON_V2) return true;
   return acceptableJson(accept) === VENDOR_JSON_V2 &&
     acceptance(accept, VENDOR_JSON_V2).specificity === 2;
 }

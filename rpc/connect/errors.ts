@@ -36,6 +36,20 @@ export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
 /** Trailer carrying the application error code (the REST body's `error` member). */
 export const ERROR_CODE_TRAILER = "error-code";
 
+/**
+ * The metadata an application error travels with in every RPC protocol: its own headers
+ * (WWW-Authenticate, RateLimit, …), its code as the `error-code` trailer, and with a retry hint
+ * both `Retry-After` and gRPC's own retry pushback, which clients with a retry policy honour.
+ */
+export function errorMetadata(error: AppError): Record<string, string> {
+  const metadata: Record<string, string> = { ...error.headers, [ERROR_CODE_TRAILER]: error.code };
+  if (error.retryAfter !== undefined) {
+    metadata["grpc-retry-pushback-ms"] = String(error.retryAfter * 1000);
+    metadata["retry-after"] = String(error.retryAfter);
+  }
+  return metadata;
+}
+
 /** Where the failure happened, for the log line of an unexpected error. */
 export interface ErrorContext {
   logger: Logger;
@@ -52,13 +66,7 @@ export interface ErrorContext {
 export function toConnectError(error: unknown, context: ErrorContext): ConnectError {
   if (error instanceof ConnectError) return error;
   if (error instanceof AppError) {
-    // The error's own headers (WWW-Authenticate, RateLimit, …) travel as metadata.
-    const metadata = new Headers({ ...error.headers, [ERROR_CODE_TRAILER]: error.code });
-    // gRPC's own retry pushback trailer: clients with a retry policy honour it.
-    if (error.retryAfter !== undefined) {
-      metadata.set("grpc-retry-pushback-ms", String(error.retryAfter * 1000));
-      metadata.set("retry-after", String(error.retryAfter));
-    }
+    const metadata = new Headers(errorMetadata(error));
     const detail = error.problems.map((p) => p.detail).join(" ");
     return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, undefined, error);
   }

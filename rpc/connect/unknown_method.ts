@@ -2,13 +2,18 @@ import type { IncomingHttpHeaders } from "node:http";
 import { Code } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import type { AppError } from "../../lib/errors.ts";
-import { GRPC_CODE_OF } from "./errors.ts";
+import { errorMetadata, GRPC_CODE_OF } from "./errors.ts";
 import type { Decision } from "../../security/gate.ts";
-import { canonicalRequestPath } from "../../security/target.ts";
-import { notCanonical } from "../listener/gated.ts";
+import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
+import { isGrpcMediaType, mediaTypeOf } from "../../lib/http/media_type.ts";
 
-const GRPC_TYPE = /^application\/grpc(?:-web(?:-text)?)?(?:[+;]|$)/i;
-const CONNECT_TYPE = /^application\/(?:connect\+)?(?:proto|json)(?:;|$)/i;
+// Connect's unary and streaming types.
+const CONNECT_TYPES = new Set([
+  "application/proto",
+  "application/json",
+  "application/connect+proto",
+  "application/connect+json",
+]);
 
 interface RequestLike {
   url?: string | undefined;
@@ -28,7 +33,7 @@ interface ResponseLike {
 /**
  * Answers a request no service took: a target that is not canonical gets 400
  * `invalid-parameter` (security/target.ts), a call the gate refused gets the refusal (deny by default:
- * no service declares the path), anything else UNIMPLEMENTED.
+ * no service declares the path), anything else UNIMPLEMENTED with the gate's headers (RateLimit).
  */
 export async function answerUnrouted(
   req: RequestLike,
@@ -39,7 +44,7 @@ export async function answerUnrouted(
   if (canonicalRequestPath(target) === undefined) return refuseCall(req, res, notCanonical(target));
   const decided = await decision;
   if (decided?.ok === false) return refuseCall(req, res, decided.error);
-  unknownMethod(req, res);
+  unknownMethod(req, res, decided?.headers);
 }
 
 /**
@@ -47,13 +52,17 @@ export async function answerUnrouted(
  * trailers-only response (status in the headers, HTTP 200, as the protocols require); Connect
  * clients get its JSON error with HTTP 404; anything else a plain 404.
  */
-export function unknownMethod(req: RequestLike, res: ResponseLike): void {
+export function unknownMethod(
+  req: RequestLike,
+  res: ResponseLike,
+  headers: Record<string, string> = {},
+): void {
   const path = (req.url ?? "/").split("?")[0]!.slice(0, 200);
   answer(req, res, {
     code: Code.Unimplemented,
     message: `Method not found: ${path}`,
     status: 404,
-    headers: {},
+    headers,
   });
 }
 
@@ -63,13 +72,11 @@ export function unknownMethod(req: RequestLike, res: ResponseLike): void {
  * trailers-only for gRPC and gRPC-Web, Connect's JSON error, else the error's HTTP status.
  */
 export function refuseCall(req: RequestLike, res: ResponseLike, error: AppError): void {
-  const headers: Record<string, string> = { ...error.headers, "error-code": error.code };
-  if (error.retryAfter !== undefined) headers["retry-after"] = String(error.retryAfter);
   answer(req, res, {
     code: GRPC_CODE_OF[error.code],
     message: error.problems.map((p) => p.detail).join(" "),
     status: error.status,
-    headers,
+    headers: errorMetadata(error),
   });
 }
 
@@ -79,11 +86,11 @@ function answer(
   error: { code: Code; message: string; status: number; headers: Record<string, string> },
 ): void {
   const { code, message } = error;
-  const type = String(req.headers["content-type"] ?? "");
-  if (GRPC_TYPE.test(type)) {
+  const type = mediaTypeOf(req.headers["content-type"]);
+  if (isGrpcMediaType(type)) {
     const headers = {
       ...error.headers,
-      "content-type": type.split(";")[0]!.trim(),
+      "content-type": type,
       "grpc-status": String(code),
       "grpc-message": percentEncode(message),
     };
@@ -96,7 +103,7 @@ function answer(
     }
     return;
   }
-  if (CONNECT_TYPE.test(type)) {
+  if (type !== undefined && CONNECT_TYPES.has(type)) {
     const status = code === Code.Unimplemented ? 404 : codeToHttpStatus(code);
     res.writeHead(status, { ...error.headers, "content-type": "application/json" });
     res.end(JSON.stringify({ code: codeToName(code), message }));

@@ -1,20 +1,19 @@
 import type http2 from "node:http2";
 import { Buffer } from "node:buffer";
-import { createContextValues } from "@connectrpc/connect";
+import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Logger } from "../../lib/log.ts";
 import { logRpcAccess } from "../../lib/access_log.ts";
 import type { BookStore } from "../../store/books.ts";
 import { booksAnswer } from "../connect/books_service.ts";
 import { BooksService } from "../gen/books/v1/books_pb.ts";
+import { BOOKS_RPC_PATH } from "../../lib/paths.ts";
 import { requestIdFrom } from "../../lib/http/request_id.ts";
-import { requestIdKey } from "../connect/interceptor.ts";
 import { MAX_MESSAGE_BYTES } from "../connect/router.ts";
 import { startRpcSpan, TRACING } from "../../lib/tracing.ts";
 
-const PROCEDURE = `${BooksService.typeName}/${BooksService.method.books.name}`;
-/** Path of the one call the fast path answers. */
-export const BOOKS_PATH = `/${PROCEDURE}`;
+// The one call the fast path answers, as its log line names it.
+const PROCEDURE = BOOKS_RPC_PATH.slice(1);
 
 // The plain gRPC content types; anything else (gRPC-Web, Connect, parameters) takes the full path.
 const GRPC_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
@@ -34,7 +33,9 @@ const PLAIN_TIMEOUT = /^[1-9][0-9]{0,7}[HMSm]$/;
  * Only a request whose body is exactly an empty, uncompressed `BooksRequest` is answered here.
  * Any other body (extra fields, several messages, a truncated or compressed envelope, too
  * large) is handed with the bytes read so far to `fallback`, Connect's own handler of the same
- * method, so every error is exactly Connect's. Returns false for a stream it does not take.
+ * method, with the context every call of the listener gets (`contextValues`: its request id and
+ * the gate's decision), so every answer, error or not, is exactly Connect's. Returns false for a
+ * stream it does not take.
  */
 export function booksFastPath(deps: {
   books: BookStore;
@@ -44,6 +45,8 @@ export function booksFastPath(deps: {
   drain: (stream: http2.ServerHttp2Stream) => void;
   /** Extra response headers of a stream (the gate's RateLimit), if any. */
   headersOf?: (stream: http2.ServerHttp2Stream) => Record<string, string> | undefined;
+  /** The context of a call handed to `fallback`, as the listener gives every call. */
+  contextValues: (stream: http2.ServerHttp2Stream, requestId: string) => ContextValues;
 }): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
   const { books, logger } = deps;
   // A catalogue that cannot be read fails the call in Connect's handler, where every error is
@@ -125,7 +128,8 @@ export function booksFastPath(deps: {
         stream.pause();
         stream.once("finish", () => deps.drain(stream));
       }
-      void serveFallback(stream, headers, chunks, requestId, deps.fallback);
+      const context = deps.contextValues(stream, requestId);
+      void serveFallback(stream, headers, chunks, context, deps.fallback);
     }
     stream.on("data", onData);
     stream.on("end", onEnd);
@@ -148,7 +152,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 function isCandidate(headers: http2.IncomingHttpHeaders): boolean {
-  if (headers[":path"] !== BOOKS_PATH || headers[":method"] !== "POST") return false;
+  if (headers[":path"] !== BOOKS_RPC_PATH || headers[":method"] !== "POST") return false;
   if (!GRPC_TYPES.has(String(headers["content-type"]))) return false;
   const encoding = headers["grpc-encoding"];
   if (encoding !== undefined && encoding !== "identity") return false;
@@ -164,7 +168,7 @@ async function serveFallback(
   stream: http2.ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
   chunks: Buffer[],
-  requestId: string,
+  contextValues: ContextValues,
   handler: UniversalHandler,
 ): Promise<void> {
   const aborted = new AbortController();
@@ -178,13 +182,13 @@ async function serveFallback(
     const response = await handler({
       httpVersion: "2.0",
       method: "POST",
-      url: `http://${headers[":authority"] ?? "localhost"}${BOOKS_PATH}`,
+      url: `http://${headers[":authority"] ?? "localhost"}${BOOKS_RPC_PATH}`,
       header,
       body: (async function* () {
         yield* chunks;
       })(),
       signal: aborted.signal,
-      contextValues: createContextValues().set(requestIdKey, requestId),
+      contextValues,
     });
     await writeUniversal(stream, response);
   } catch {

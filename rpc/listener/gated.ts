@@ -1,8 +1,7 @@
 import type http2 from "node:http2";
 import type { Access } from "../../security/access.ts";
-import { AppError } from "../../lib/errors.ts";
 import type { Decision, Gate } from "../../security/gate.ts";
-import { canonicalRequestPath } from "../../security/target.ts";
+import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
 
 /** The gate's decision of a call: known at once, or pending while a token is verified. */
 export type PendingDecision = Decision | Promise<Decision>;
@@ -14,14 +13,6 @@ export type AccessOfPath = (path: string) => Access;
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** The refusal of a request target that is not canonical (security/target.ts). */
-export function notCanonical(target: string): AppError {
-  return new AppError(
-    "invalid-parameter",
-    `The request target is not in canonical form (${target.slice(0, 100)}).`,
-  );
 }
 
 /**

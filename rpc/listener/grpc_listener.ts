@@ -10,7 +10,8 @@ import type { BookStore } from "../../store/books.ts";
 import { createHealthState, ServingStatus } from "../connect/health_service.ts";
 import { requestIdFrom } from "../../lib/http/request_id.ts";
 import { gateKey, requestIdKey } from "../connect/interceptor.ts";
-import { BOOKS_PATH, booksFastPath } from "./books_fast_path.ts";
+import { booksFastPath } from "./books_fast_path.ts";
+import { BOOKS_RPC_PATH } from "../../lib/paths.ts";
 import { createGoawayFilter } from "../http2/goaway_filter.ts";
 import { DEFAULT_CONNECTION_LIMITS, guardConnections } from "./connection_guard.ts";
 import { createRefusalLog } from "./refusal_log.ts";
@@ -83,23 +84,28 @@ export async function startGrpcListener(
   // What each path's service declares, for the gate: taken from the same router that dispatches.
   const access = new Map<string, Access>();
   const accessOf = (path: string) => access.get(path) ?? "authenticated";
+  // What every call is handed, whichever way it came in (`key`: its stream, or an HTTP/1.1
+  // request): its request id and the gate's decision, which the interceptor enforces and whose
+  // RateLimit headers it adds.
+  const contextOf = (key: object, requestId: string) => {
+    const values = createContextValues().set(requestIdKey, requestId);
+    const decision = gate && decisions.get(key);
+    return decision === undefined ? values : values.set(gateKey, decision);
+  };
   const adapter = connectNodeAdapter({
     routes: (router) => {
       routes(router);
-      booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_PATH);
+      booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_RPC_PATH);
       for (const h of router.handlers) {
         access.set(h.requestPath, rpcAccess(procedureOf(h.service, h.method)));
       }
     },
     ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
-    contextValues: (req) => {
-      const values = createContextValues().set(
-        requestIdKey,
+    contextValues: (req) =>
+      contextOf(
+        ("stream" in req && req.stream) || req,
         requestIdFrom(String(req.headers["x-request-id"] ?? "")),
-      );
-      const decision = gate && decisions.get(("stream" in req && req.stream) || req);
-      return decision === undefined ? values : values.set(gateKey, decision);
-    },
+      ),
     fallback: (req, res) => {
       const key = ("stream" in req && req.stream) || req;
       answerUnrouted(req, res, gate && decisions.get(key)).catch((error) => {
@@ -134,12 +140,13 @@ export async function startGrpcListener(
     ? await createTlsServer(config.tls, serverOptions, handler)
     : http2.createServer(serverOptions, handler);
   const fallback = booksHandler;
-  if (!fallback) throw new Error(`no handler for ${BOOKS_PATH}`);
+  if (!fallback) throw new Error(`no handler for ${BOOKS_RPC_PATH}`);
   const fastPath = booksFastPath({
     books: deps.books,
     logger,
     fallback,
     drain: drainRequest,
+    contextValues: contextOf,
     headersOf: (stream) => {
       // The fast path only takes streams decided at once (gated.ts).
       const decision = decisions.get(stream) as Decision | undefined;

@@ -9,7 +9,7 @@ import type { AuthConfig, GrpcConnectionConfig, RateLimitConfig } from "../../li
 import { ConfigError } from "../../lib/config_error.ts";
 import type { Book } from "../../lib/schemas.ts";
 import { openGate } from "../../security/gate.ts";
-import { createLogger, type LogLevel } from "../../lib/log.ts";
+import { createLogger, type LogFormat, type LogLevel } from "../../lib/log.ts";
 import { writeLinesToStdout } from "../../lib/stdout_lines.ts";
 import { type BookStore, createBookStore, openBookStore } from "../../store/books.ts";
 import { startGrpcListener } from "../listener/grpc_listener.ts";
@@ -23,6 +23,11 @@ export interface GrpcChildConfig extends Partial<GrpcConnectionConfig> {
   booksFile: string | undefined;
   tls: { certFile: string; keyFile: string } | undefined;
   logLevel: LogLevel;
+  /**
+   * Its supervisor's logger's (JSON when absent): the lines of both processes look alike, on a
+   * shared stdout or relayed.
+   */
+  logFormat?: LogFormat;
   /** The gate's settings: this process runs its own gate (its own rate-limit buckets). */
   auth: AuthConfig | undefined;
   rateLimit: RateLimitConfig | undefined;
@@ -47,7 +52,11 @@ export const READY_MARKER = "grpc child ready ";
 
 async function runChild(config: GrpcChildConfig): Promise<void> {
   // stdout may be shared with the supervisor's process: lines are written whole.
-  const logger = createLogger({ level: config.logLevel, write: writeLinesToStdout });
+  const logger = createLogger({
+    level: config.logLevel,
+    format: config.logFormat,
+    write: writeLinesToStdout,
+  });
   const pipe = readSupervisorPipe();
   const gate = await openGate(config);
   const books = config.catalogueOnStdin

@@ -1,8 +1,8 @@
 import { dirname } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ConfigError } from "../../lib/config.ts";
 import type { Logger } from "../../lib/log.ts";
 import { isKvFile } from "../../store/kv/open.ts";
-import { sleep } from "../../store/kv/retry.ts";
 import { recordStderr, type StderrRecord } from "./child_stderr.ts";
 import type { Book } from "../../lib/schemas.ts";
 import { CHILD_CONFIG_ENV, type GrpcChildConfig, READY_MARKER } from "./grpc_child.ts";
@@ -20,7 +20,8 @@ export interface SupervisedGrpc {
 const CHILD = new URL("./grpc_child.ts", import.meta.url).pathname;
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 const STOP_TIMEOUT_MS = 15_000;
-const LISTENING = '"msg":"grpc listening"';
+// The message of the child's line announcing its listener, in either log format.
+const LISTENING = "grpc listening";
 const MAX_RESTART_DELAY_MS = 5_000;
 const HEALTHY_AFTER_MS = 30_000;
 // The child's V8 heap. With V8's defaults its RSS grows to several times its idle size under
@@ -111,6 +112,16 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, options: Supervisor
   let announced = false;
   let resolveReady!: (url: string) => void;
   const ready = new Promise<string>((resolve) => (resolveReady = resolve));
+  // The listener's URL, from the ready line on stderr; and, when this process passes the child's
+  // log on, whether the child's `grpc listening` line has been (a silent child writes none): no
+  // reader of the log sees the server ready before the line that announces the listener.
+  let url: string | undefined;
+  let relayed = !relay || config.logLevel === "silent";
+  const announce = () => {
+    if (announced || url === undefined || !relayed) return;
+    announced = true;
+    resolveReady(url);
+  };
   const pumpStdout = relay && (async () => {
     let pending = "";
     for await (const text of process.stdout.pipeThrough(new TextDecoderStream())) {
@@ -122,17 +133,16 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, options: Supervisor
       const block = pending.slice(0, end + 1);
       pending = pending.slice(end + 1);
       logger.line(block);
-      if (!announced && block.includes(LISTENING)) {
-        announced = true;
-        // Written before the listener counts as serving, so no reader of the log sees the
-        // server ready before the line that announces the listener.
+      if (!relayed && block.includes(LISTENING)) {
+        relayed = true;
+        // Written before the listener counts as serving.
         logger.flush();
-        resolveReady(JSON.parse(block.split("\n").find((l) => l.includes(LISTENING))!).grpc);
+        announce();
       }
     }
   })();
-  // The child's ready line is taken out of its stderr; with stdout inherited it announces the
-  // listener (the child wrote its `grpc listening` line to the shared stdout before it).
+  // The child's ready line, with the listener's URL, is taken out of its stderr (with stdout
+  // inherited, the child wrote its `grpc listening` line to the shared stdout before it).
   const pumpStderr = (async () => {
     let head = "";
     let marked = false;
@@ -150,10 +160,8 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, options: Supervisor
           continue;
         }
         marked = true;
-        if (!relay) {
-          announced = true;
-          resolveReady(JSON.parse(line.slice(READY_MARKER.length)).grpc);
-        }
+        url = JSON.parse(line.slice(READY_MARKER.length)).grpc;
+        announce();
       }
       if (marked && head) {
         stderr.append(head);

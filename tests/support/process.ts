@@ -9,24 +9,27 @@ export interface Spawned {
   stop(signal?: Deno.Signal): Promise<number>;
   /** Resolves to the exit code once the process ended by itself (or was stopped). */
   exited: Promise<number>;
+  /** Writes `text` to its stdin (spawned with `input`; else stdin is closed from the start). */
+  input(text: string): Promise<void>;
 }
 
 /**
  * Spawns `deno <args>` (or `command <args>`, a wrapper that runs deno) with `env` added to this
- * process's environment, in `cwd` if given.
+ * process's environment, in `cwd` if given, with its stdin a pipe when `input` is set.
  */
 export function spawnDeno(
   args: string[],
   env: Record<string, string>,
   cwd?: string,
   command: string = Deno.execPath(),
+  input = false,
 ): Spawned {
   const child = new Deno.Command(command, {
     args,
     // No drain on SIGTERM unless a test asks for one.
     env: { SHUTDOWN_DRAIN_S: "0", ...env },
     ...(cwd === undefined ? {} : { cwd }),
-    stdin: "null",
+    stdin: input ? "piped" : "null",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
@@ -46,9 +49,18 @@ export function spawnDeno(
     await pumps;
     return status.code;
   })();
+  const encoder = new TextEncoder();
   return {
     pid: child.pid,
     exited,
+    input: async (text) => {
+      const writer = child.stdin.getWriter();
+      try {
+        await writer.write(encoder.encode(text));
+      } finally {
+        writer.releaseLock();
+      }
+    },
     output: () => text,
     lines: () =>
       stdout.split("\n").flatMap((line) => {
