@@ -51,17 +51,7 @@ export interface ErrorContext {
  */
 export function toConnectError(error: unknown, context: ErrorContext): ConnectError {
   if (error instanceof ConnectError) return error;
-  if (error instanceof AppError) {
-    // The error's own headers (WWW-Authenticate, RateLimit, …) travel as metadata.
-    const metadata = new Headers({ ...error.headers, [ERROR_CODE_TRAILER]: error.code });
-    // gRPC's own retry pushback trailer: clients with a retry policy honour it.
-    if (error.retryAfter !== undefined) {
-      metadata.set("grpc-retry-pushback-ms", String(error.retryAfter * 1000));
-      metadata.set("retry-after", String(error.retryAfter));
-    }
-    const detail = error.problems.map((p) => p.detail).join(" ");
-    return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, undefined, error);
-  }
+  if (error instanceof AppError) return appErrorToConnect(error);
   context.logger.error("unhandled error", {
     requestId: context.requestId,
     procedure: context.procedure,
@@ -73,4 +63,17 @@ export function toConnectError(error: unknown, context: ErrorContext): ConnectEr
     Code.Internal,
     new Headers({ [ERROR_CODE_TRAILER]: "internal" }),
   );
+}
+
+/** An application error as a gRPC status, its headers and code as metadata. */
+export function appErrorToConnect(error: AppError): ConnectError {
+  // The error's own headers (WWW-Authenticate, RateLimit, …) travel as metadata.
+  const metadata = new Headers({ ...error.headers, [ERROR_CODE_TRAILER]: error.code });
+  // gRPC's own retry pushback trailer: clients with a retry policy honour it.
+  if (error.retryAfter !== undefined) {
+    metadata.set("grpc-retry-pushback-ms", String(error.retryAfter * 1000));
+    metadata.set("retry-after", String(error.retryAfter));
+  }
+  const detail = error.problems.map((p) => p.detail).join(" ");
+  return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, undefined, error);
 }

@@ -7,10 +7,27 @@ import { canonicalRequestPath } from "../../security/target.ts";
 /** The gate's decision of a call: known at once, or pending while a token is verified. */
 export type PendingDecision = Decision | Promise<Decision>;
 
-type Take = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
+/** A listener of node:http2's `stream` event; true when it took the stream. */
+export type TakeStream = (
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  flags: number,
+  rawHeaders: string[],
+) => boolean;
 
 /** What the service that answers a path declares ("authenticated" when none does). */
-export type AccessOfPath = (path: string) => Access;
+export type AccessOf = (path: string) => Access;
+
+/**
+ * How the listener answers a call refused before any service saw it, in the client's protocol,
+ * without reading its body; `started` is when the request arrived.
+ */
+export type Refuse = (
+  request: { url: string; method: string; headers: http2.IncomingHttpHeaders },
+  answerOn: { stream: http2.ServerHttp2Stream } | { res: http2.Http2ServerResponse },
+  error: unknown,
+  started: number,
+) => void;
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
@@ -25,12 +42,12 @@ export function notCanonical(target: string): AppError {
 }
 
 /**
- * The gate's decision for a request target: the target made canonical first (a refusal when it
- * is not), then what the service that answers its path declares.
+ * The gate's decision for a request: its target made canonical first (a refusal when it is
+ * not), then what the service that answers its path declares.
  */
 function decide(
   gate: Gate,
-  accessOf: AccessOfPath,
+  accessOf: AccessOf,
   target: string,
   authorization: string | undefined,
   address: () => string,
@@ -42,29 +59,50 @@ function decide(
 
 /**
  * Puts the gate (security/gate.ts) in front of every HTTP/2 stream of the gRPC listener, the fast
- * path included. gRPC sends the token as `authorization` metadata, an HTTP/2 header. The
- * decision is recorded per stream; only a stream admitted at once (no token, or one verified
- * before) is offered to `take` (the fast path). Every other stream goes on to Connect at once,
- * whose interceptor awaits the decision and fails a refused call with the gate's error in the
- * client's protocol (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED); a path no service
- * handles gets the refusal from the listener's fallback.
+ * path included. gRPC sends the token as `authorization` metadata, an HTTP/2 header. A refused
+ * call is answered here (`refuse`), before any service sees it and without reading its body
+ * (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED, INVALID_ARGUMENT in the client's
+ * protocol). A stream admitted at once (no token, or one verified before) is offered to `take`
+ * (the fast path), else to `compat`; one whose token is still being verified waits, unread,
+ * for the decision. Admitted decisions are recorded per stream (their RateLimit headers).
  */
 export function gatedStreams(
   gate: Gate,
-  accessOf: AccessOfPath,
+  accessOf: AccessOf,
   decisions: WeakMap<object, PendingDecision>,
-  take: Take,
-): Take {
-  return (stream, headers) => {
+  take: TakeStream,
+  then: { compat: (...args: Parameters<TakeStream>) => void; refuse: Refuse },
+): TakeStream {
+  const { compat, refuse } = then;
+  return (stream, headers, flags, rawHeaders) => {
+    const method = first(headers[":method"]) ?? "";
+    const target = first(headers[":path"]) ?? "/";
     const decision = decide(
       gate,
       accessOf,
-      first(headers[":path"]) ?? "/",
+      target,
       first(headers.authorization),
       () => stream.session?.socket?.remoteAddress ?? "",
     );
+    if (decision instanceof Promise) {
+      const started = performance.now();
+      const settle = (decided: Decision | { ok: false; error: unknown }) => {
+        if (stream.destroyed) return;
+        if (!decided.ok) {
+          return refuse({ url: target, method, headers }, { stream }, decided.error, started);
+        }
+        decisions.set(stream, decided);
+        compat(stream, headers, flags, rawHeaders);
+      };
+      decision.then(settle, (error: unknown) => settle({ ok: false, error }));
+      return true;
+    }
+    if (!decision.ok) {
+      refuse({ url: target, method, headers }, { stream }, decision.error, performance.now());
+      return true;
+    }
     decisions.set(stream, decision);
-    return !(decision instanceof Promise) && decision.ok && take(stream, headers);
+    return take(stream, headers, flags, rawHeaders);
   };
 }
 
@@ -74,24 +112,30 @@ export function gatedStreams(
  */
 export function gatedRequests(
   gate: Gate,
-  accessOf: AccessOfPath,
+  accessOf: AccessOf,
   decisions: WeakMap<object, PendingDecision>,
   serve: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+  refuse: Refuse,
 ): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void {
   return (req, res) => {
     const key = req.stream ?? req;
-    if (!decisions.has(key)) {
-      decisions.set(
-        key,
-        decide(
-          gate,
-          accessOf,
-          req.url,
-          first(req.headers.authorization),
-          () => req.socket?.remoteAddress ?? "",
-        ),
-      );
-    }
-    serve(req, res);
+    if (decisions.has(key)) return serve(req, res);
+    const started = performance.now();
+    const request = { url: req.url, method: req.method, headers: req.headers };
+    const settle = (decided: Decision | { ok: false; error: unknown }) => {
+      if (!decided.ok) return refuse(request, { res }, decided.error, started);
+      decisions.set(key, decided);
+      serve(req, res);
+    };
+    const decision = decide(
+      gate,
+      accessOf,
+      req.url,
+      first(req.headers.authorization),
+      () => req.socket?.remoteAddress ?? "",
+    );
+    if (decision instanceof Promise) {
+      decision.then(settle, (error: unknown) => settle({ ok: false, error }));
+    } else settle(decision);
   };
 }
