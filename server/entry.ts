@@ -1,5 +1,5 @@
 import type { Router } from "hono/router";
-import type { Decision, Gate } from "../security/gate.ts";
+import type { Gate, Refused } from "../security/gate.ts";
 import { AppError } from "../lib/errors.ts";
 import { canonicalPath, rawPathOf } from "../security/target.ts";
 import type { Admission } from "../security/admission.ts";
@@ -8,7 +8,7 @@ import { accessFor } from "../security/route_access.ts";
 import { addMissingHeaders } from "../lib/http/response_headers.ts";
 
 /** The entry's refusal of a target that is not canonical (design.md, "One request, one view"). */
-function notCanonical(path: string): Decision {
+function notCanonical(path: string): Refused {
   return {
     ok: false,
     error: new AppError(
@@ -55,18 +55,27 @@ export function httpEntry(
     const path = canonicalPath(request.url, request.headers.get("host"));
     if (path === undefined) {
       const raw = rawPathOf(request.url);
-      return app(request, { info, path: raw, decision: notCanonical(raw) });
+      // Charged to the address like any request (its token is not read): a client past its
+      // rate limit gets 429 whatever it spells.
+      const refusal = notCanonical(raw);
+      const decision = gate === undefined ? refusal : gate.refuse(addressOf(info), refusal.error);
+      return app(request, { info, path: raw, decision });
     }
     if (gate === undefined) return proceed(request, { info, path, decision: undefined });
     const decision = gate.decide({
       access: accessFor(router, request.method, path).access,
       authorization: request.headers.get("authorization"),
-      address: () => (info.remoteAddr as Deno.NetAddr).hostname ?? "",
+      address: addressOf(info),
     });
     return decision instanceof Promise
       ? decision.then((d) => proceed(request, { info, path, decision: d }))
       : proceed(request, { info, path, decision });
   };
+}
+
+/** The client's address, read only if the gate needs it (reading it costs an op call). */
+function addressOf(info: Deno.ServeHandlerInfo): () => string {
+  return () => (info.remoteAddr as Deno.NetAddr).hostname ?? "";
 }
 
 /** Adds the gate's headers (RateLimit) unless the app already did (requests it answered). */

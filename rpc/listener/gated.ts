@@ -15,8 +15,8 @@ export type TakeStream = (
   rawHeaders: string[],
 ) => boolean;
 
-/** What the service that answers a path declares ("authenticated" when none does). */
-export type AccessOf = (path: string) => Access;
+/** What the service that answers `method` on a path declares ("authenticated" when none does). */
+export type AccessOf = (method: string, path: string) => Access;
 
 /**
  * How the listener answers a call refused before any service saw it, in the client's protocol,
@@ -42,19 +42,21 @@ export function notCanonical(target: string): AppError {
 }
 
 /**
- * The gate's decision for a request: its target made canonical first (a refusal when it is
- * not), then what the service that answers its path declares.
+ * The gate's decision for a request: its target made canonical first (a refusal, still charged
+ * to the client's address, when it is not), then what the service that answers its path
+ * declares for its method.
  */
 function decide(
   gate: Gate,
   accessOf: AccessOf,
+  method: string,
   target: string,
   authorization: string | undefined,
   address: () => string,
 ): PendingDecision {
   const path = canonicalRequestPath(target);
-  if (path === undefined) return { ok: false, error: notCanonical(target) };
-  return gate.decide({ access: accessOf(path), authorization, address });
+  if (path === undefined) return gate.refuse(address, notCanonical(target));
+  return gate.decide({ access: accessOf(method, path), authorization, address });
 }
 
 /**
@@ -80,6 +82,7 @@ export function gatedStreams(
     const decision = decide(
       gate,
       accessOf,
+      method,
       target,
       first(headers.authorization),
       () => stream.session?.socket?.remoteAddress ?? "",
@@ -130,6 +133,7 @@ export function gatedRequests(
     const decision = decide(
       gate,
       accessOf,
+      req.method,
       req.url,
       first(req.headers.authorization),
       () => req.socket?.remoteAddress ?? "",

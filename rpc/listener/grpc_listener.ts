@@ -82,14 +82,22 @@ export async function startGrpcListener(
   // the adapter's router, so the service is registered once.
   let booksHandler: UniversalHandler | undefined;
   // What each path's service declares, for the gate: taken from the same router that dispatches.
-  const access = new Map<string, Access>();
-  const accessOf = (path: string) => access.get(path) ?? "authenticated";
+  const access = new Map<string, { access: Access; methods: readonly string[] }>();
+  const accessOf = (method: string, path: string): Access => {
+    const route = access.get(path);
+    if (route === undefined) return "authenticated";
+    // Only the call a probe declares is exempt from the rate limit, not another method on it.
+    return route.access === "probe" && !route.methods.includes(method) ? "public" : route.access;
+  };
   const adapter = connectNodeAdapter({
     routes: (router) => {
       routes(router);
       booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_PATH);
       for (const h of router.handlers) {
-        access.set(h.requestPath, rpcAccess(procedureOf(h.service, h.method)));
+        access.set(h.requestPath, {
+          access: rpcAccess(procedureOf(h.service, h.method)),
+          methods: h.allowedMethods,
+        });
       }
     },
     ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
