@@ -181,8 +181,11 @@ export function createGate(parts: {
       if (verifier === undefined || !authorization) return settle(request, undefined, undefined);
       const token = BEARER.exec(authorization)?.[1];
       if (token === undefined) {
-        const error = unauthorized("Send the token as Authorization: Bearer <token>.", CHALLENGE);
-        return settle(request, undefined, error);
+        // A comma is what joins repeated Authorization fields (every listener joins them so).
+        const detail = authorization.includes(",")
+          ? "Send one Authorization field with one token: Authorization: Bearer <token>."
+          : "Send the token as Authorization: Bearer <token>.";
+        return settle(request, undefined, unauthorized(detail, CHALLENGE));
       }
       const known = verifier.peek(token);
       if (known !== undefined) return settle(request, known, undefined);

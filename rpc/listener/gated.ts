@@ -42,6 +42,28 @@ export function notCanonical(target: string): AppError {
 }
 
 /**
+ * The `authorization` field as HTTP combines repeated field lines, its values joined with ", ":
+ * what the HTTP port's `Headers` hands the gate, so that a request with two of them is refused
+ * alike on both ports (the gate reads no bearer token in the joined value). node:http2 keeps
+ * only the first in `headers`; the raw list has them all.
+ */
+export function authorizationOf(
+  first: string | undefined,
+  rawHeaders: readonly string[] | undefined,
+): string | undefined {
+  if (first === undefined || rawHeaders === undefined) return first;
+  let joined: string | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 13 && name.toLowerCase() === "authorization") {
+      const value = rawHeaders[i + 1]!;
+      joined = joined === undefined ? value : `${joined}, ${value}`;
+    }
+  }
+  return joined ?? first;
+}
+
+/**
  * The gate's decision for a request: its target made canonical first (a refusal, still charged
  * to the client's address, when it is not), then what the service that answers its path
  * declares for its method.
@@ -84,7 +106,7 @@ export function gatedStreams(
       accessOf,
       method,
       target,
-      first(headers.authorization),
+      authorizationOf(first(headers.authorization), rawHeaders),
       () => stream.session?.socket?.remoteAddress ?? "",
     );
     if (decision instanceof Promise) {
@@ -135,7 +157,7 @@ export function gatedRequests(
       accessOf,
       req.method,
       req.url,
-      first(req.headers.authorization),
+      authorizationOf(first(req.headers.authorization), req.rawHeaders),
       () => req.socket?.remoteAddress ?? "",
     );
     if (decision instanceof Promise) {
