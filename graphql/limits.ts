@@ -55,13 +55,19 @@ function reportAs(limit: GraphqlLimit) {
  * pass of their own before the spec's rules, because some spec rules (overlapping fields) cost
  * time quadratic in the number of selections, which is exactly what these limits bound.
  * Introspection through `__schema` is exempt from depth and cost (armor's default), so GraphiQL's
- * schema query passes; `__type` is not exempt.
+ * schema query passes; `__type` is not exempt, and every alias counts (`__typename` too).
  */
 export function limitRules(config: GraphqlConfig): ValidationRule[] {
   const common = { exposeLimits: true, propagateOnRejection: false };
   return [
     maxDepthRule({ ...common, n: config.maxDepth, onReject: reportAs("depth") }),
-    maxAliasesRule({ ...common, n: config.maxAliases, onReject: reportAs("aliases") }),
+    // armor exempts `__typename` aliases by default; each one still costs a result field.
+    maxAliasesRule({
+      ...common,
+      n: config.maxAliases,
+      allowList: [],
+      onReject: reportAs("aliases"),
+    }),
     maxDirectivesRule({ ...common, n: config.maxDirectives, onReject: reportAs("directives") }),
     costLimitRule({ ...common, maxCost: config.maxCost, onReject: reportAs("cost") }),
   ];

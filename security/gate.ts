@@ -53,6 +53,13 @@ export type Decision = Admitted | Refused;
 /** Decides each request; undefined from `createGate` when neither auth nor rate limit is on. */
 export interface Gate {
   decide(request: GateRequest): Decision | Promise<Decision>;
+  /**
+   * A request the listener refused before it could be decided (its target is not canonical, so
+   * neither its route nor its token is read): charged to the client's address like any other,
+   * and refused with `error`, or with the rate limit's refusal once the address's bucket is
+   * empty.
+   */
+  refuse(address: () => string, error: AppError): Refused;
 }
 
 /** The realm every challenge names. */
@@ -108,11 +115,11 @@ export function createGate(parts: {
 
   /** Takes a rate-limit token for the request; a refusal when the bucket is empty. */
   function charge(
-    request: GateRequest,
+    address: () => string,
     identity: Identity | undefined,
   ): { headers: Record<string, string> | undefined; refused?: Refused } {
     if (limiter === undefined) return { headers: undefined };
-    const key = identity ? `sub:${identity.subject}` : limiter.addressKey(request.address());
+    const key = identity ? `sub:${identity.subject}` : limiter.addressKey(address());
     const rate = limiter.take(key);
     const headers = {
       "ratelimit-policy": limiter.policy,
@@ -163,7 +170,7 @@ export function createGate(parts: {
     identity: Identity | undefined,
     failure: AppError | undefined,
   ): Decision {
-    const { headers, refused } = charge(request, identity);
+    const { headers, refused } = charge(request.address, identity);
     return refused ?? finish(request, identity, failure, headers);
   }
 
@@ -174,8 +181,11 @@ export function createGate(parts: {
       if (verifier === undefined || !authorization) return settle(request, undefined, undefined);
       const token = BEARER.exec(authorization)?.[1];
       if (token === undefined) {
-        const error = unauthorized("Send the token as Authorization: Bearer <token>.", CHALLENGE);
-        return settle(request, undefined, error);
+        // A comma is what joins repeated Authorization fields (every listener joins them so).
+        const detail = authorization.includes(",")
+          ? "Send one Authorization field with one token: Authorization: Bearer <token>."
+          : "Send the token as Authorization: Bearer <token>.";
+        return settle(request, undefined, unauthorized(detail, CHALLENGE));
       }
       const known = verifier.peek(token);
       if (known !== undefined) return settle(request, known, undefined);
@@ -186,7 +196,7 @@ export function createGate(parts: {
       // Cost before trust: a token not seen before is paid for from the client address's bucket
       // before its signature is checked, so a client cannot spend the server's CPU on signatures
       // past its rate limit. Its first request counts there, the later ones under its `sub`.
-      const { headers, refused } = charge(request, undefined);
+      const { headers, refused } = charge(request.address, undefined);
       if (refused !== undefined) return refused;
       let verified: Identity | Promise<Identity>;
       try {
@@ -199,6 +209,12 @@ export function createGate(parts: {
         (identity) => finish(request, identity, undefined, headers),
         (error) => finish(request, undefined, tokenFailure(error, token, failures), headers),
       );
+    },
+    refuse(address, error) {
+      const { headers, refused } = charge(address, undefined);
+      if (refused !== undefined) return refused;
+      if (headers !== undefined) Object.assign(error.headers, headers);
+      return { ok: false, error };
     },
   };
 }

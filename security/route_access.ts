@@ -29,7 +29,8 @@ export interface RouteMatch {
  * returns what that route declares (security/access.ts). A route without a declaration is a
  * programming error, refused like an unknown path. A request no route takes gets a 404, a 405
  * or OPTIONS' 204 from the app, which say only which methods the path has: it is as public as
- * the path's routes all are, else it needs a token (deny by default).
+ * the path's routes all are, else it needs a token (deny by default). Only the route a probe
+ * declares is exempt from the rate limit: another method on a probe's path is public.
  */
 export function accessFor(router: Router<unknown>, method: string, path: string): RouteMatch {
   const handlers = routeHandlers(router, method, path);
@@ -51,7 +52,8 @@ export function accessFor(router: Router<unknown>, method: string, path: string)
       common = access;
     }
   }
-  const open = common === "public" || common === "probe" || common === "books:read";
+  if (common === "probe") return { access: "public", routed: false };
+  const open = common === "public" || common === "books:read";
   return { access: open ? common! : "authenticated", routed: false };
 }
 

@@ -42,18 +42,29 @@ export function httpEntry(
     const path = canonicalPath(request.url, request.headers.get("host"));
     if (path === undefined) {
       const raw = rawPathOf(request.url);
-      return app(request, { info, path: raw, decision: { ok: false, error: notCanonical(raw) } });
+      // Charged to the address like any request (its token is not read): a client past its
+      // rate limit gets 429 whatever it spells.
+      const refusal = notCanonical(raw);
+      const decision = gate === undefined
+        ? { ok: false as const, error: refusal }
+        : gate.refuse(addressOf(info), refusal);
+      return app(request, { info, path: raw, decision });
     }
     if (gate === undefined) return proceed(request, { info, path, decision: undefined });
     const decision = gate.decide({
       access: accessFor(router, request.method, path).access,
       authorization: request.headers.get("authorization"),
-      address: () => (info.remoteAddr as Deno.NetAddr).hostname ?? "",
+      address: addressOf(info),
     });
     return decision instanceof Promise
       ? decision.then((d) => proceed(request, { info, path, decision: d }))
       : proceed(request, { info, path, decision });
   };
+}
+
+/** The client's address, read only if the gate needs it (reading it costs an op call). */
+function addressOf(info: Deno.ServeHandlerInfo): () => string {
+  return () => (info.remoteAddr as Deno.NetAddr).hostname ?? "";
 }
 
 /** Adds the gate's headers (RateLimit) unless the app already did (requests it answered). */

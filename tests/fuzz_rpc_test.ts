@@ -3,9 +3,12 @@
  * gRPC-Web on both ports, native gRPC on the gRPC listener. Every answer: no 5xx (but a
  * deadline the client asked for), no INTERNAL or UNKNOWN status, no internals in a message,
  * the error shape of its protocol; the server keeps serving and the catalogue is unchanged.
+ * With authentication on, a call the gate refuses gets exactly that refusal whatever its body
+ * (undecodable, compressed, truncated), content type, deadline or port: nothing is decoded first.
  */
 import assert from "node:assert/strict";
 import type http2 from "node:http2";
+import fc from "fast-check";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
@@ -18,8 +21,10 @@ import {
 } from "./support/fuzz.ts";
 import { type RpcCase, rpcCase, type RpcProtocol } from "./support/fuzz_rpc.ts";
 import { h2Request } from "./support/raw_http.ts";
-import { rawSession } from "./support/rpc_clients.ts";
+import { grpcWebTrailer, rawSession } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
+import { BOOKS_PATH } from "./support/requests.ts";
+import { hsToken, SECRET } from "./support/tokens.ts";
 
 interface Answer {
   status: number;
@@ -68,35 +73,6 @@ async function viaHttp2(
     return undefined; // node:http2 refuses the header values themselves
   }
   return await answer;
-}
-
-/** The status and message of a gRPC-Web answer: its trailer frame (base64 for -text). */
-function grpcWebTrailer(type: string, body: Uint8Array): Headers | undefined {
-  let bytes = body;
-  if (type.startsWith("application/grpc-web-text")) {
-    try {
-      bytes = Uint8Array.from(
-        atob(new TextDecoder().decode(body).replace(/=+(?=.)/g, "")),
-        (ch) => ch.charCodeAt(0),
-      );
-    } catch {
-      return undefined;
-    }
-  }
-  for (let at = 0; at + 5 <= bytes.length;) {
-    const length = new DataView(bytes.buffer, bytes.byteOffset + at + 1, 4).getUint32(0);
-    if (bytes[at]! & 0x80) {
-      const text = new TextDecoder().decode(bytes.subarray(at + 5, at + 5 + length));
-      const out = new Headers();
-      for (const line of text.split(/\r?\n/)) {
-        const colon = line.indexOf(":");
-        if (colon > 0) out.set(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
-      }
-      return out;
-    }
-    at += 5 + length;
-  }
-  return undefined;
 }
 
 function decodeMessage(value: string | null): string {
@@ -198,4 +174,108 @@ Deno.test("RPC fuzz: Connect, gRPC-Web and gRPC on both ports never answer INTER
   } finally {
     await server.close();
   }
+});
+
+/** Paths the gate refuses without a token (AUTH_BOOKS=required; no service declares the rest). */
+const GATED_PATHS = fc.constantFrom(
+  BOOKS_PATH,
+  BOOKS_PATH,
+  "/books.v1.BooksService/Books",
+  "/books.v1.BooksService/unknown",
+  "/nope.Service/method",
+  `${BOOKS_PATH}/`,
+);
+
+type Caller = "none" | "garbage" | "scopeless" | "fresh scopeless";
+
+/**
+ * The refusal an answer carries, as a gRPC code: `grpc-status` (headers, trailers, gRPC-Web
+ * trailer frame), Connect's error (unary JSON or end-of-stream message), the REST error body, or
+ * a plain answer's HTTP status; undefined when the answer is no refusal.
+ */
+function refusalOf(a: Answer): string | undefined {
+  const type = (a.headers.get("content-type") ?? "").toLowerCase();
+  const status = a.headers.get("grpc-status") ?? a.trailers.get("grpc-status") ??
+    (type.startsWith("application/grpc-web")
+      ? grpcWebTrailer(type, a.body)?.get("grpc-status")
+      : undefined);
+  if (status) return a.status === 200 ? status : `${status} with HTTP ${a.status}`;
+  const byName: Record<string, string> = {
+    unauthenticated: "16",
+    unauthorized: "16",
+    permission_denied: "7",
+    forbidden: "7",
+  };
+  let text = new TextDecoder().decode(a.body);
+  if (type.startsWith("application/connect+") && a.body[0] === 2) text = text.slice(5);
+  try {
+    const body = JSON.parse(text);
+    const name = body.code ?? body.error?.code ?? body.errors?.[0]?.error;
+    return byName[name] ?? `${name} with HTTP ${a.status}`;
+  } catch {
+    return { 401: "16", 403: "7" }[a.status] ?? `HTTP ${a.status}: ${text.slice(0, 100)}`;
+  }
+}
+
+Deno.test("RPC fuzz: a refused call gets its refusal whatever its body, framing and port", async (t) => {
+  const server = await startTestServer({ AUTH_JWT_SECRET: SECRET, AUTH_BOOKS: "required" });
+  const session = rawSession(server.grpcUrl!);
+  const scopeless = `Bearer ${await hsToken({ sub: "nobody", scope: "" })}`;
+  const authorization = async (caller: Caller): Promise<Record<string, string>> => {
+    switch (caller) {
+      case "none":
+        return {};
+      case "garbage":
+        return { authorization: "Bearer a.b.c" };
+      case "scopeless":
+        return { authorization: scopeless };
+      case "fresh scopeless":
+        // Not seen before: the call waits, unread, while the token is verified.
+        return {
+          authorization: `Bearer ${await hsToken({ sub: crypto.randomUUID(), scope: "" })}`,
+        };
+    }
+  };
+  const refusedCase = (protocol: RpcProtocol) =>
+    fc.record({
+      caller: fc.constantFrom<Caller>("none", "garbage", "scopeless", "fresh scopeless"),
+      c: rpcCase(protocol, GATED_PATHS),
+    }).map(({ caller, c }) =>
+      // A valid token reaches an unknown method (any token will do there): books only.
+      caller.endsWith("scopeless")
+        ? { caller, c: { ...c, path: c.path.replace(/^[^?]*/, BOOKS_PATH) } }
+        : { caller, c }
+    );
+  const seen: Record<string, number> = {};
+  const check = (port: string, caller: Caller, c: RpcCase, answer: Answer | undefined) => {
+    if (answer === undefined) return;
+    const expected = caller.endsWith("scopeless") ? "7" : "16";
+    const got = refusalOf(answer);
+    const where = `${port} ${c.protocol} ${c.method} ${c.path} ${
+      c.headers["content-type"] ?? ""
+    } (${caller})`;
+    assert.equal(got, expected, `${where}: ${new TextDecoder().decode(answer.body).slice(0, 200)}`);
+    seen[`${port} ${c.protocol}`] = (seen[`${port} ${c.protocol}`] ?? 0) + 1;
+  };
+  try {
+    const ports: [string, RpcProtocol[], (c: RpcCase) => Promise<Answer | undefined>][] = [
+      ["HTTP port", ["connect", "grpc-web"], (c) => viaFetch(server.httpUrl, c)],
+      ["gRPC port", ["connect", "grpc-web", "grpc"], (c) => viaHttp2(session, c)],
+    ];
+    for (const [port, protocols, send] of ports) {
+      for (const protocol of protocols) {
+        await t.step(`${port}, ${protocol}`, async () => {
+          await fuzz(`refused RPC ${port} ${protocol}`, 100, refusedCase(protocol), async (r) => {
+            const auth = await authorization(r.caller);
+            const answer = await send({ ...r.c, headers: { ...r.c.headers, ...auth } });
+            check(port, r.caller, r.c, answer);
+          });
+        });
+      }
+    }
+    console.log(`refused RPC answers: ${JSON.stringify(seen)}`);
+  } finally {
+    await server.close();
+  }
+  assert.deepEqual(server.logs.filter((l) => l.msg === "unhandled error"), []);
 });

@@ -239,6 +239,16 @@ Deno.test("GraphQL over a socket", async (t) => {
       await assertResponsive(base);
     });
 
+    await t.step("limits: every alias counts, `__typename` ones too", async () => {
+      const over = await post(base, { query: aliases(31, "__typename") });
+      const [aliasError] = assertErrors(over, 200, "payload-too-large");
+      assert.equal(aliasError!.extensions.limit, "aliases");
+      assert.match(aliasError!.message, /Aliases limit of 30 exceeded, found 31/);
+      const within = await post(base, { query: aliases(30, "__typename") });
+      assert.equal(within.status, 200);
+      assert.equal(within.body.data.a29, "Query");
+    });
+
     await t.step("limits: tokens, directives and cost", async () => {
       const tokens = await post(base, { query: `{ books { ${"title ".repeat(2100)}} }` });
       const [tokenError] = assertErrors(tokens, 200, "payload-too-large");

@@ -1,8 +1,12 @@
-/** Rate limits: exhaustion and recovery on each protocol, keys per client, bounded memory. */
+/**
+ * Rate limits: exhaustion and recovery on each protocol, keys per client, bounded memory; every
+ * request is charged (refused spellings, any method on a probe's path) but the probes' own.
+ */
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import { createRateLimiter } from "../security/rate_limit.ts";
-import { bearer, connectJson, graphql } from "./support/requests.ts";
+import { bearer, BOOKS_PATH, connectJson, graphql } from "./support/requests.ts";
+import { h2c, rawHttp1, type RawRequest } from "./support/raw_http.ts";
 import { booksCode, everyTransport } from "./support/rpc_clients.ts";
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
@@ -121,6 +125,84 @@ Deno.test("RATE_LIMIT: each protocol is refused when exhausted and served again 
       }
     });
   } finally {
+    await server.close();
+  }
+});
+
+Deno.test("an exhausted client gets 429 whatever it spells and whatever the method; only GET and HEAD probes are exempt", async (t) => {
+  // One request per hour: the first call of a client is allowed, every later one refused.
+  const server = await startTestServer({ RATE_LIMIT: "1/h" });
+  const h2 = h2c(server.httpUrl);
+  const grpc = h2c(server.grpcUrl!);
+  try {
+    const first = await rawHttp1(server.httpUrl, { method: "GET", target: "/rest/books" });
+    assert.equal(first.status, 200);
+    const refused: [string, string][] = [
+      // Not canonical: refused before any route is read, and charged all the same.
+      ["GET", "/%61ddresses"],
+      ["GET", "/rest/./books"],
+      ["POST", "/rest//books"],
+      ["DELETE", "/addresses/1%2F"],
+      // A probe's path, but not its route.
+      ["FOO", "/healthz"],
+      ["POST", "/readyz"],
+      ["DELETE", "/healthz"],
+      ["OPTIONS", "/readyz"],
+      ["GET", "/healthz/"],
+      ["GET", "/nowhere"],
+    ];
+    for (
+      const [transport, send] of [["HTTP/1.1", (r: RawRequest) => rawHttp1(server.httpUrl, r)], [
+        "h2c",
+        (r: RawRequest) => h2.request(r),
+      ]] as const
+    ) {
+      await t.step(`${transport}: every spelling and method is 429`, async () => {
+        for (const [method, target] of refused) {
+          const res = await send({ method, target });
+          assert.equal(res.status, 429, `${method} ${target}: ${res.body}`);
+          assert.equal(res.headers.get("retry-after"), "3600");
+          assert.equal(JSON.parse(res.body).errors[0].error, "rate-limited");
+        }
+      });
+      await t.step(`${transport}: GET and HEAD on the probes are not limited`, async () => {
+        for (const method of ["GET", "HEAD"]) {
+          for (const target of ["/healthz", "/readyz"]) {
+            const res = await send({ method, target });
+            assert.equal(res.status, 200, `${method} ${target}`);
+            assert.equal(res.headers.get("ratelimit"), null);
+          }
+        }
+      });
+    }
+
+    await t.step(
+      "gRPC port: a spelling or another method of the health check is charged",
+      async () => {
+        const call = (method: string, target: string, type = "application/grpc") =>
+          grpc.request({
+            method,
+            target,
+            headers: { "content-type": type, te: "trailers" },
+            body: method === "GET" ? undefined : new Uint8Array(5),
+          });
+        assert.equal((await call("POST", BOOKS_PATH)).headers.get("grpc-status"), "0");
+        const encoded = await call("POST", "/%62ooks.v1.BooksService/books");
+        assert.equal(encoded.headers.get("grpc-status"), String(Code.ResourceExhausted));
+        const get = await call(
+          "GET",
+          "/grpc.health.v1.Health/Check?encoding=json&message=%7B%7D",
+          "application/json",
+        );
+        assert.equal(get.status, 429, get.body);
+        assert.equal(JSON.parse(get.body).code, "resource_exhausted");
+        const check = await call("POST", "/grpc.health.v1.Health/Check");
+        assert.equal(check.headers.get("grpc-status"), "0");
+      },
+    );
+  } finally {
+    h2.close();
+    grpc.close();
     await server.close();
   }
 });

@@ -54,7 +54,10 @@ Deno.test("accessFor: the answering route's declaration; else what the path's ro
     // No route takes these: a 405 or OPTIONS' answer, as public as the path's routes all are.
     ["POST", "/books", { access: "books:read", routed: false }],
     ["OPTIONS", "/books", { access: "books:read", routed: false }],
-    ["POST", "/healthz", { access: "probe", routed: false }],
+    // Only the probe's own route is exempt from the rate limit: another method is public.
+    ["POST", "/healthz", { access: "public", routed: false }],
+    ["FOO", "/healthz", { access: "public", routed: false }],
+    ["OPTIONS", "/healthz", { access: "public", routed: false }],
     ["DELETE", "/open", { access: "public", routed: false }],
     ["GET", "/submit", { access: "public", routed: false }],
     // Routes that need different scopes, or a scope: deny by default.

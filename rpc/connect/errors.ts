@@ -65,11 +65,7 @@ export interface ErrorContext {
  */
 export function toConnectError(error: unknown, context: ErrorContext): ConnectError {
   if (error instanceof ConnectError) return error;
-  if (error instanceof AppError) {
-    const metadata = new Headers(errorMetadata(error));
-    const detail = error.problems.map((p) => p.detail).join(" ");
-    return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, undefined, error);
-  }
+  if (error instanceof AppError) return appErrorToConnect(error);
   context.logger.error("unhandled error", {
     requestId: context.requestId,
     procedure: context.procedure,
@@ -81,4 +77,11 @@ export function toConnectError(error: unknown, context: ErrorContext): ConnectEr
     Code.Internal,
     new Headers({ [ERROR_CODE_TRAILER]: "internal" }),
   );
+}
+
+/** An application error as a gRPC status, its headers and code as metadata. */
+export function appErrorToConnect(error: AppError): ConnectError {
+  const metadata = new Headers(errorMetadata(error));
+  const detail = error.problems.map((p) => p.detail).join(" ");
+  return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, undefined, error);
 }

@@ -6,7 +6,9 @@ import { AppError } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { AppEnv } from "../../lib/http/hono_env.ts";
 import type { BookStore } from "../../store/books.ts";
-import { gateKey, requestIdKey } from "./interceptor.ts";
+import { requestIdKey } from "./interceptor.ts";
+import { appErrorToConnect } from "./errors.ts";
+import { rpcErrorAnswer } from "./error_answer.ts";
 import { appRoutes, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
 import { requires } from "../../security/access.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
@@ -33,9 +35,7 @@ export function rpcRoutes(
     if (access === "authenticated") {
       throw new Error(`no access declared for ${handler.requestPath}`);
     }
-    // Connect renders the gate's refusal in the protocol the client speaks (the interceptor
-    // fails the call with it).
-    const serve = async (c: Context<AppEnv>, refusal?: AppError) => {
+    const serve = async (c: Context<AppEnv>) => {
       const request = c.req.raw;
       // Built by hand rather than with Connect's universalServerRequestFromFetch: that one reads
       // `request.signal`, which Deno.serve aborts after every successful response (with a
@@ -47,15 +47,27 @@ export function rpcRoutes(
         header: request.headers,
         body: request.body ?? EMPTY_BODY,
         signal: disconnectSignal(c.env?.info),
-        contextValues: createContextValues()
-          .set(requestIdKey, c.get("requestId"))
-          .set(gateKey, refusal === undefined ? undefined : { ok: false, error: refusal }),
+        contextValues: createContextValues().set(requestIdKey, c.get("requestId")),
       });
       if (response.body === undefined) refuseBare(response.status, request);
       return universalServerResponseToFetch(response);
     };
-    app.on(handler.allowedMethods, handler.requestPath, requires(access, serve), (c) => serve(c));
+    app.on(handler.allowedMethods, handler.requestPath, requires(access, refuseCall), serve);
   }
+}
+
+/**
+ * The gate's refusal of a call, in the protocol the client speaks, from its method and
+ * Content-Type alone (rpc/connect/error_answer.ts): Connect never sees the call, so nothing of
+ * its body is read, inflated or parsed. A request in no RPC protocol gets the error model's
+ * answer like any other HTTP request.
+ */
+function refuseCall(c: Context, error: AppError): Response {
+  const request = c.req.raw;
+  const type = request.headers.get("content-type") ?? "";
+  const answer = rpcErrorAnswer(request.method, type, appErrorToConnect(error));
+  if (answer === undefined) throw error;
+  return new Response(answer.body, { status: answer.status, headers: answer.headers });
 }
 
 /**

@@ -12,9 +12,10 @@ export const requestIdKey = createContextKey<string | undefined>(undefined, {
 });
 
 /**
- * The gate's decision of a call (security/gate.ts), possibly still pending, set by whoever accepted
- * the request. The interceptor fails a refused call with the gate's error, so Connect renders
- * it in the client's protocol, and puts the RateLimit headers on an admitted one.
+ * The gate's decision of a call (security/gate.ts), set by whoever accepted the request. The
+ * interceptor puts the RateLimit headers of an admitted call on its answer. A refused call never
+ * reaches Connect (each listener answers it before, unread); were one to, the interceptor would
+ * still fail it with the gate's error.
  */
 export const gateKey = createContextKey<Decision | Promise<Decision> | undefined>(undefined, {
   description: "gate decision",

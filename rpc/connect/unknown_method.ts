@@ -1,39 +1,36 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
-import type { AppError } from "../../lib/errors.ts";
-import { errorMetadata, GRPC_CODE_OF } from "./errors.ts";
+import { AppError } from "../../lib/errors.ts";
+import { appErrorToConnect } from "./errors.ts";
+import { type ErrorAnswer, plainErrorAnswer, rpcErrorAnswer } from "./error_answer.ts";
 import type { Decision } from "../../security/gate.ts";
 import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
-import { isGrpcMediaType, mediaTypeOf } from "../../lib/http/media_type.ts";
 
-// Connect's unary and streaming types.
-const CONNECT_TYPES = new Set([
-  "application/proto",
-  "application/json",
-  "application/connect+proto",
-  "application/connect+json",
-]);
-
-interface RequestLike {
+/** A request as node:http2 hands it over: a compatibility request, or a bare stream's fields. */
+export interface RequestLike {
   url?: string | undefined;
+  method?: string | undefined;
   headers: IncomingHttpHeaders;
   /** Present on HTTP/2 requests. */
   stream?: {
     respond(headers: Record<string, string | number>, options: { endStream: boolean }): void;
+    end(body: Uint8Array): void;
   };
 }
 
-interface ResponseLike {
+/** The compatibility response of an HTTP/1.1 request (TLS with ALPN http/1.1). */
+export interface ResponseLike {
   writeHead(status: number, headers: Record<string, string>): unknown;
-  end(body: string): unknown;
+  end(body: Uint8Array): unknown;
   end(): unknown;
 }
 
 /**
  * Answers a request no service took: a target that is not canonical gets 400
- * `invalid-parameter` (security/target.ts), a call the gate refused gets the refusal (deny by default:
- * no service declares the path), anything else UNIMPLEMENTED with the gate's headers (RateLimit).
+ * `invalid-parameter` (security/target.ts), anything else UNIMPLEMENTED with the gate's headers
+ * (RateLimit). (With a gate, the listener refused the calls it refuses before: security/gate.ts
+ * charges them.)
  */
 export async function answerUnrouted(
   req: RequestLike,
@@ -58,76 +55,40 @@ export function unknownMethod(
   headers: Record<string, string> = {},
 ): void {
   const path = (req.url ?? "/").split("?")[0]!.slice(0, 200);
-  answer(req, res, {
-    code: Code.Unimplemented,
-    message: `Method not found: ${path}`,
-    status: 404,
-    headers,
-  });
+  const error = new ConnectError(`Method not found: ${path}`, Code.Unimplemented, headers);
+  write(req, res, answerOf(req, error, 404));
 }
 
 /**
- * Answers a call refused before any service saw it (a target that is not canonical, the gate's
- * refusal of a path no service handles) with the error's gRPC status, in the client's protocol:
- * trailers-only for gRPC and gRPC-Web, Connect's JSON error, else the error's HTTP status.
+ * Answers a call refused before any service saw it (the gate's refusal, a target that is not
+ * canonical) with the error's gRPC status in the client's protocol, without reading its body
+ * (rpc/connect/error_answer.ts); a request in no RPC protocol gets the error's HTTP status.
  */
-export function refuseCall(req: RequestLike, res: ResponseLike, error: AppError): void {
-  answer(req, res, {
-    code: GRPC_CODE_OF[error.code],
-    message: error.problems.map((p) => p.detail).join(" "),
-    status: error.status,
-    headers: errorMetadata(error),
-  });
+export function refuseCall(
+  req: RequestLike,
+  res: ResponseLike | undefined,
+  error: AppError | ConnectError,
+): void {
+  const connectError = error instanceof AppError ? appErrorToConnect(error) : error;
+  write(req, res, answerOf(req, connectError, codeToHttpStatus(connectError.code)));
 }
 
-function answer(
-  req: RequestLike,
-  res: ResponseLike,
-  error: { code: Code; message: string; status: number; headers: Record<string, string> },
-): void {
-  const { code, message } = error;
-  const type = mediaTypeOf(req.headers["content-type"]);
-  if (isGrpcMediaType(type)) {
-    const headers = {
-      ...error.headers,
-      "content-type": type,
-      "grpc-status": String(code),
-      "grpc-message": percentEncode(message),
-    };
+function answerOf(req: RequestLike, error: ConnectError, plainStatus: number): ErrorAnswer {
+  const method = req.method ?? String(req.headers[":method"] ?? "POST");
+  const type = String(req.headers["content-type"] ?? "");
+  return rpcErrorAnswer(method, type, error) ?? plainErrorAnswer(error, plainStatus);
+}
+
+function write(req: RequestLike, res: ResponseLike | undefined, answer: ErrorAnswer): void {
+  const { status, headers, body } = answer;
+  if (req.stream) {
     // "Trailers-only" must be one HEADERS frame that ends the stream; grpc-js reports a missing
     // status otherwise. The compatibility API's writeHead()+end() sends two frames.
-    if (req.stream) req.stream.respond({ ":status": 200, ...headers }, { endStream: true });
-    else {
-      res.writeHead(200, headers);
-      res.end();
-    }
+    req.stream.respond({ ":status": status, ...headers }, { endStream: body === undefined });
+    if (body !== undefined) req.stream.end(body);
     return;
   }
-  if (type !== undefined && CONNECT_TYPES.has(type)) {
-    const status = code === Code.Unimplemented ? 404 : codeToHttpStatus(code);
-    res.writeHead(status, { ...error.headers, "content-type": "application/json" });
-    res.end(JSON.stringify({ code: codeToName(code), message }));
-    return;
-  }
-  res.writeHead(error.status, { ...error.headers, "content-type": "text/plain; charset=utf-8" });
-  res.end(`${message}\n`);
-}
-
-/** Connect's name of a code: `unimplemented`, `invalid_argument`, … */
-function codeToName(code: Code): string {
-  return Code[code].replace(/[A-Z]/g, (c, i) => (i === 0 ? "" : "_") + c.toLowerCase());
-}
-
-/**
- * gRPC's `grpc-message` encoding: bytes outside printable ASCII, and `%`, as `%XX`; the rest
- * as is (decoders such as grpc-js's do not decode `%3A` or `%2F`).
- */
-function percentEncode(text: string): string {
-  let out = "";
-  for (const byte of new TextEncoder().encode(text)) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25
-      ? String.fromCharCode(byte)
-      : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
-  }
-  return out;
+  res?.writeHead(status, headers);
+  if (body === undefined) res?.end();
+  else res?.end(body);
 }

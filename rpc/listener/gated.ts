@@ -6,56 +6,119 @@ import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
 /** The gate's decision of a call: known at once, or pending while a token is verified. */
 export type PendingDecision = Decision | Promise<Decision>;
 
-type Take = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
+/** A listener of node:http2's `stream` event; true when it took the stream. */
+export type TakeStream = (
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  flags: number,
+  rawHeaders: string[],
+) => boolean;
 
-/** What the service that answers a path declares ("authenticated" when none does). */
-export type AccessOfPath = (path: string) => Access;
+/** What the service that answers `method` on a path declares ("authenticated" when none does). */
+export type AccessOf = (method: string, path: string) => Access;
+
+/**
+ * How the listener answers a call refused before any service saw it, in the client's protocol,
+ * without reading its body; `started` is when the request arrived.
+ */
+export type Refuse = (
+  request: { url: string; method: string; headers: http2.IncomingHttpHeaders },
+  answerOn: { stream: http2.ServerHttp2Stream } | { res: http2.Http2ServerResponse },
+  error: unknown,
+  started: number,
+) => void;
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
 /**
- * The gate's decision for a request target: the target made canonical first (a refusal when it
- * is not), then what the service that answers its path declares.
+ * The `authorization` field as HTTP combines repeated field lines, its values joined with ", ":
+ * what the HTTP port's `Headers` hands the gate, so that a request with two of them is refused
+ * alike on both ports (the gate reads no bearer token in the joined value). node:http2 keeps
+ * only the first in `headers`; the raw list has them all.
+ */
+export function authorizationOf(
+  first: string | undefined,
+  rawHeaders: readonly string[] | undefined,
+): string | undefined {
+  if (first === undefined || rawHeaders === undefined) return first;
+  let joined: string | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 13 && name.toLowerCase() === "authorization") {
+      const value = rawHeaders[i + 1]!;
+      joined = joined === undefined ? value : `${joined}, ${value}`;
+    }
+  }
+  return joined ?? first;
+}
+
+/**
+ * The gate's decision for a request: its target made canonical first (a refusal, still charged
+ * to the client's address, when it is not), then what the service that answers its path
+ * declares for its method.
  */
 function decide(
   gate: Gate,
-  accessOf: AccessOfPath,
+  accessOf: AccessOf,
+  method: string,
   target: string,
   authorization: string | undefined,
   address: () => string,
 ): PendingDecision {
   const path = canonicalRequestPath(target);
-  if (path === undefined) return { ok: false, error: notCanonical(target) };
-  return gate.decide({ access: accessOf(path), authorization, address });
+  if (path === undefined) return gate.refuse(address, notCanonical(target));
+  return gate.decide({ access: accessOf(method, path), authorization, address });
 }
 
 /**
  * Puts the gate (security/gate.ts) in front of every HTTP/2 stream of the gRPC listener, the fast
- * path included. gRPC sends the token as `authorization` metadata, an HTTP/2 header. The
- * decision is recorded per stream; only a stream admitted at once (no token, or one verified
- * before) is offered to `take` (the fast path). Every other stream goes on to Connect at once,
- * whose interceptor awaits the decision and fails a refused call with the gate's error in the
- * client's protocol (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED); a path no service
- * handles gets the refusal from the listener's fallback.
+ * path included. gRPC sends the token as `authorization` metadata, an HTTP/2 header. A refused
+ * call is answered here (`refuse`), before any service sees it and without reading its body
+ * (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED, INVALID_ARGUMENT in the client's
+ * protocol). A stream admitted at once (no token, or one verified before) is offered to `take`
+ * (the fast path), else to `compat`; one whose token is still being verified waits, unread,
+ * for the decision. Admitted decisions are recorded per stream (their RateLimit headers).
  */
 export function gatedStreams(
   gate: Gate,
-  accessOf: AccessOfPath,
+  accessOf: AccessOf,
   decisions: WeakMap<object, PendingDecision>,
-  take: Take,
-): Take {
-  return (stream, headers) => {
+  take: TakeStream,
+  then: { compat: (...args: Parameters<TakeStream>) => void; refuse: Refuse },
+): TakeStream {
+  const { compat, refuse } = then;
+  return (stream, headers, flags, rawHeaders) => {
+    const method = first(headers[":method"]) ?? "";
+    const target = first(headers[":path"]) ?? "/";
     const decision = decide(
       gate,
       accessOf,
-      first(headers[":path"]) ?? "/",
-      first(headers.authorization),
+      method,
+      target,
+      authorizationOf(first(headers.authorization), rawHeaders),
       () => stream.session?.socket?.remoteAddress ?? "",
     );
+    if (decision instanceof Promise) {
+      const started = performance.now();
+      const settle = (decided: Decision | { ok: false; error: unknown }) => {
+        if (stream.destroyed) return;
+        if (!decided.ok) {
+          return refuse({ url: target, method, headers }, { stream }, decided.error, started);
+        }
+        decisions.set(stream, decided);
+        compat(stream, headers, flags, rawHeaders);
+      };
+      decision.then(settle, (error: unknown) => settle({ ok: false, error }));
+      return true;
+    }
+    if (!decision.ok) {
+      refuse({ url: target, method, headers }, { stream }, decision.error, performance.now());
+      return true;
+    }
     decisions.set(stream, decision);
-    return !(decision instanceof Promise) && decision.ok && take(stream, headers);
+    return take(stream, headers, flags, rawHeaders);
   };
 }
 
@@ -65,24 +128,31 @@ export function gatedStreams(
  */
 export function gatedRequests(
   gate: Gate,
-  accessOf: AccessOfPath,
+  accessOf: AccessOf,
   decisions: WeakMap<object, PendingDecision>,
   serve: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+  refuse: Refuse,
 ): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void {
   return (req, res) => {
     const key = req.stream ?? req;
-    if (!decisions.has(key)) {
-      decisions.set(
-        key,
-        decide(
-          gate,
-          accessOf,
-          req.url,
-          first(req.headers.authorization),
-          () => req.socket?.remoteAddress ?? "",
-        ),
-      );
-    }
-    serve(req, res);
+    if (decisions.has(key)) return serve(req, res);
+    const started = performance.now();
+    const request = { url: req.url, method: req.method, headers: req.headers };
+    const settle = (decided: Decision | { ok: false; error: unknown }) => {
+      if (!decided.ok) return refuse(request, { res }, decided.error, started);
+      decisions.set(key, decided);
+      serve(req, res);
+    };
+    const decision = decide(
+      gate,
+      accessOf,
+      req.method,
+      req.url,
+      authorizationOf(first(req.headers.authorization), req.rawHeaders),
+      () => req.socket?.remoteAddress ?? "",
+    );
+    if (decision instanceof Promise) {
+      decision.then(settle, (error: unknown) => settle({ ok: false, error }));
+    } else settle(decision);
   };
 }

@@ -27,7 +27,8 @@ import {
 import type { Access } from "../../security/access.ts";
 import { answerUnrouted } from "../connect/unknown_method.ts";
 import type { Decision, Gate } from "../../security/gate.ts";
-import { gatedRequests, gatedStreams, type PendingDecision } from "./gated.ts";
+import { gatedRequests, gatedStreams, type PendingDecision, type TakeStream } from "./gated.ts";
+import { refusedCalls } from "./refused_call.ts";
 
 /** Where and how the gRPC listener binds. */
 export interface GrpcListenerConfig {
@@ -82,8 +83,13 @@ export async function startGrpcListener(
   // the adapter's router, so the service is registered once.
   let booksHandler: UniversalHandler | undefined;
   // What each path's service declares, for the gate: taken from the same router that dispatches.
-  const access = new Map<string, Access>();
-  const accessOf = (path: string) => access.get(path) ?? "authenticated";
+  const access = new Map<string, { access: Access; methods: readonly string[] }>();
+  const accessOf = (method: string, path: string): Access => {
+    const route = access.get(path);
+    if (route === undefined) return "authenticated";
+    // Only the call a probe declares is exempt from the rate limit, not another method on it.
+    return route.access === "probe" && !route.methods.includes(method) ? "public" : route.access;
+  };
   // What every call is handed, whichever way it came in (`key`: its stream, or an HTTP/1.1
   // request): its request id and the gate's decision, which the interceptor enforces and whose
   // RateLimit headers it adds.
@@ -97,7 +103,10 @@ export async function startGrpcListener(
       routes(router);
       booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_RPC_PATH);
       for (const h of router.handlers) {
-        access.set(h.requestPath, rpcAccess(procedureOf(h.service, h.method)));
+        access.set(h.requestPath, {
+          access: rpcAccess(procedureOf(h.service, h.method)),
+          methods: h.allowedMethods,
+        });
       }
     },
     ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
@@ -122,14 +131,13 @@ export async function startGrpcListener(
   const serve = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     // HTTP/1.1 requests (TLS with ALPN http/1.1) have no stream and need none of this.
     const stream = req.stream as http2.ServerHttp2Stream | undefined;
-    // The stream's writable side finishes once the response and its trailers are sent.
-    stream?.once("finish", () => {
-      // Connect may already have released the compat request; the stream itself tells.
-      if (!stream.readableEnded && !stream.destroyed) drainRequest(stream);
-    });
+    if (stream) drainOnceAnswered(stream);
     adapter(req, res);
   };
-  const handler = gate === undefined ? serve : gatedRequests(gate, accessOf, decisions, serve);
+  const refuse = refusedCalls({ logger, drainOnceAnswered });
+  const handler = gate === undefined
+    ? serve
+    : gatedRequests(gate, accessOf, decisions, serve, refuse);
   const serverOptions: http2.ServerOptions = {
     settings: {
       maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
@@ -153,9 +161,13 @@ export async function startGrpcListener(
       return decision?.ok ? decision.headers : undefined;
     },
   });
+  const compat = compatibilityListener(server);
   streamsFirstTo(
     server,
-    gate === undefined ? fastPath : gatedStreams(gate, accessOf, decisions, fastPath),
+    gate === undefined
+      ? fastPath
+      : gatedStreams(gate, accessOf, decisions, fastPath, { compat, refuse }),
+    compat,
   );
 
   const refusals = createRefusalLog(logger, config.refusalLogIntervalMs);
@@ -249,26 +261,46 @@ async function createTlsServer(
 }
 
 /**
- * Puts `take` in front of the compatibility API: a stream it takes never gets the request and
- * response wrappers. node:http2 installs the wrappers as the server's one `stream` listener
- * when a `request` handler is added; it is kept and called for every stream `take` refuses.
+ * Takes node:http2's compatibility API (the request and response wrappers) off the server's
+ * streams: node:http2 installs it as the server's one `stream` listener when a `request` handler
+ * is added. Returned bound to the server, for the streams the listener hands to it.
  */
-function streamsFirstTo(
+function compatibilityListener(
   server: http2.Http2Server | http2.Http2SecureServer,
-  take: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean,
-): void {
+): (...args: Parameters<TakeStream>) => void {
   const listeners = server.listeners("stream");
   if (listeners.length !== 1) {
     throw new Error(
       `expected node:http2's one compatibility stream listener, found ${listeners.length}`,
     );
   }
-  const compat = listeners[0] as (...args: unknown[]) => void;
   server.removeAllListeners("stream");
-  server.on("stream", (stream: http2.ServerHttp2Stream, headers, ...rest: unknown[]) => {
-    stream.on("error", ignoreStreamError);
-    if (!take(stream, headers)) compat.call(server, stream, headers, ...rest);
-  });
+  const compat = listeners[0] as (...args: Parameters<TakeStream>) => void;
+  return (stream, headers, flags, rawHeaders) =>
+    compat.call(server, stream, headers, flags, rawHeaders);
+}
+
+/**
+ * Puts `take` in front of the compatibility API: a stream it takes never gets the request and
+ * response wrappers; every stream it does not take goes to `compat`.
+ */
+function streamsFirstTo(
+  server: http2.Http2Server | http2.Http2SecureServer,
+  take: TakeStream,
+  compat: (...args: Parameters<TakeStream>) => void,
+): void {
+  server.on(
+    "stream",
+    (
+      stream: http2.ServerHttp2Stream,
+      headers: http2.IncomingHttpHeaders,
+      flags: number,
+      rawHeaders: string[],
+    ) => {
+      stream.on("error", ignoreStreamError);
+      if (!take(stream, headers, flags, rawHeaders)) compat(stream, headers, flags, rawHeaders);
+    },
+  );
 }
 
 /**
@@ -289,6 +321,17 @@ function ignoreClientGoaway(native: NativeSession): void {
   const receive = native.receive;
   const filter = createGoawayFilter();
   native.receive = (chunk) => receive.call(native, filter(chunk));
+}
+
+/**
+ * Once the stream's answer and trailers are sent (its writable side finishes), drains what is
+ * left of its request body (`drainRequest`).
+ */
+function drainOnceAnswered(stream: http2.ServerHttp2Stream): void {
+  stream.once("finish", () => {
+    // Connect may already have released the compat request; the stream itself tells.
+    if (!stream.readableEnded && !stream.destroyed) drainRequest(stream);
+  });
 }
 
 /** Reads and drops what is left of a request body, within limits (see the listener). */

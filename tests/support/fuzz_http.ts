@@ -546,3 +546,30 @@ export function pathSpelling(paths: readonly string[] = ROUTED_PATHS): fc.Arbitr
     fc.constantFrom("", "", "", "?limit=1", "?x=%2e%2e", "?a#b"),
   ).map(([path, edits, query]) => edits.reduce(respell, path) + query);
 }
+
+/**
+ * Request targets no client library sends, in the forms a request line or HTTP/2's `:path` can
+ * still carry: a routed path (perhaps respelled) without its leading slash, after `*`, in
+ * absolute form, behind a `?` or a `#`. Each is malformed (RFC 9112 and RFC 9113 want an
+ * origin-form path) and must never be answered as the path it resembles.
+ */
+export function rawTargetForm(paths: readonly string[] = ROUTED_PATHS): fc.Arbitrary<string> {
+  return fc.tuple(
+    pathSpelling(paths),
+    fc.constantFrom("no slash", "star", "absolute", "query", "fragment"),
+  ).map(([path, form]) => {
+    switch (form) {
+      case "no slash":
+        return path.slice(1) || "?";
+      case "star":
+        return `*${path === "/" ? "" : path}`;
+      case "absolute":
+        return `http://localhost${path}`;
+      case "query":
+        return `?${path}`;
+      case "fragment":
+        return `#${path}`;
+    }
+    throw new Error(`unknown form ${form}`);
+  });
+}

@@ -119,7 +119,7 @@ export const connectBody: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }).map((v) => new TextEncoder().encode(JSON.stringify(v) ?? "")),
 );
 
-const paths = fc.constantFrom(
+const PATHS = fc.constantFrom(
   "/books.v1.BooksService/books",
   "/books.v1.BooksService/books",
   "/books.v1.BooksService/books",
@@ -208,8 +208,14 @@ const connectGetQuery = fc.record({
   Object.keys(q).length === 0 ? "" : "?" + Object.entries(q).map(([k, v]) => `${k}=${v}`).join("&")
 );
 
-/** An RPC case of `protocol`. */
-export function rpcCase(protocol: RpcProtocol): fc.Arbitrary<RpcCase> {
+/**
+ * An RPC case of `protocol`, to one of `paths` (by default the application's, health,
+ * reflection and near-misses).
+ */
+export function rpcCase(
+  protocol: RpcProtocol,
+  paths: fc.Arbitrary<string> = PATHS,
+): fc.Arbitrary<RpcCase> {
   const body = protocol === "connect"
     ? fc.oneof({ weight: 3, arbitrary: connectBody }, { weight: 1, arbitrary: envelopedBody })
     : envelopedBody;

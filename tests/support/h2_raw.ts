@@ -1,10 +1,12 @@
 /**
  * HTTP/2 written by hand over a TCP socket: for tests that must send what no well-behaved client
- * sends (calls cut off mid-flight, floods of RST_STREAM, CONTINUATION or SETTINGS frames) or
- * close a connection at an exact moment, with FIN or RST.
+ * sends (calls cut off mid-flight, floods of RST_STREAM, CONTINUATION or SETTINGS frames, a
+ * field twice, a `:path` no client library would send) or close a connection at an exact
+ * moment, with FIN or RST; `answerOn` reads what the server answered on a stream.
  */
 import { Buffer } from "node:buffer";
 import net from "node:net";
+import hpack from "hpack.js";
 
 export const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
@@ -250,4 +252,80 @@ function frameBoundaries() {
     },
     settled: () => magicLeft === 0 && frames > 0 && header.length === 0 && payloadLeft === 0,
   };
+}
+
+/** What the server answered on one stream of a raw connection. */
+export interface RawAnswer {
+  /** `:status` of the first header block. */
+  status: number;
+  /** Every field of the stream's header blocks (response headers, then trailers). */
+  fields: Headers;
+  body: Buffer;
+  /** Whether the server reset the stream (RST_STREAM) instead of ending it. */
+  reset: boolean;
+}
+
+// deno-lint-ignore no-explicit-any
+type HpackDecompressor = { write(data: Buffer): void; execute(): void; read(): any };
+
+/**
+ * Waits until the server ends (or resets) stream `streamId`, then reads its answer: the header
+ * blocks of the whole connection are decoded in order with hpack.js, as HPACK's dynamic table
+ * spans the connection. Fails when no end comes within `timeoutMs`.
+ */
+export async function answerOn(
+  conn: RawConnection,
+  streamId: number,
+  timeoutMs = 10_000,
+): Promise<RawAnswer> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const ended = await Promise.race([
+    conn.waitFor((f) =>
+      f.streamId === streamId &&
+      (f.type === FrameType.RST_STREAM ||
+        ((f.type === FrameType.HEADERS || f.type === FrameType.DATA) &&
+          (f.flags & Flag.END_STREAM) !== 0))
+    ),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no end of stream ${streamId} within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
+  const decompressor: HpackDecompressor = hpack.decompressor.create({ table: { size: 4096 } });
+  const fields = new Headers();
+  const body: Buffer[] = [];
+  let status = 0;
+  let block: Buffer[] = [];
+  for (const f of conn.frames) {
+    if (f.type === FrameType.HEADERS || f.type === FrameType.CONTINUATION) {
+      block.push(f.type === FrameType.HEADERS ? headersFragment(f) : f.payload);
+      if (!(f.flags & Flag.END_HEADERS)) continue;
+      decompressor.write(Buffer.concat(block));
+      decompressor.execute();
+      block = [];
+      for (let field; (field = decompressor.read()) !== null;) {
+        if (f.streamId !== streamId) continue;
+        if (field.name === ":status") status ||= Number(field.value);
+        else fields.append(field.name, field.value);
+      }
+    } else if (f.type === FrameType.DATA && f.streamId === streamId) {
+      body.push(unpadded(f));
+    }
+    if (f === ended) break;
+  }
+  return { status, fields, body: Buffer.concat(body), reset: ended.type === FrameType.RST_STREAM };
+}
+
+const PADDED = 0x8;
+const PRIORITY = 0x20;
+
+function unpadded(f: Frame): Buffer {
+  return f.flags & PADDED ? f.payload.subarray(1, f.payload.length - f.payload[0]!) : f.payload;
+}
+
+function headersFragment(f: Frame): Buffer {
+  const payload = unpadded(f);
+  return f.flags & PRIORITY ? payload.subarray(5) : payload;
 }

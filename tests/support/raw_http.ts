@@ -19,8 +19,14 @@ export interface RawResponse {
 export interface RawRequest {
   method: string;
   target: string;
-  headers?: Record<string, string>;
+  /** As a list, a name may repeat (HTTP/1.1 sends each line; HTTP/2 clients refuse that). */
+  headers?: Record<string, string> | [string, string][];
   body?: string | Uint8Array;
+}
+
+function fieldsOfRequest(request: RawRequest): [string, string][] {
+  const headers = request.headers ?? {};
+  return Array.isArray(headers) ? headers : Object.entries(headers);
 }
 
 const encoder = new TextEncoder();
@@ -35,10 +41,11 @@ export async function rawHttp1(base: string, request: RawRequest): Promise<RawRe
   const conn = await Deno.connect({ hostname, port: Number(port) });
   try {
     const body = typeof request.body === "string" ? encoder.encode(request.body) : request.body;
-    const named = Object.keys(request.headers ?? {}).some((n) => n.toLowerCase() === "host");
+    const fields = fieldsOfRequest(request);
+    const named = fields.some(([n]) => n.toLowerCase() === "host");
     let head = `${request.method} ${request.target} HTTP/1.1\r\n` +
       (named ? "" : `host: ${host}\r\n`) + "connection: close\r\n";
-    for (const [name, value] of Object.entries(request.headers ?? {})) {
+    for (const [name, value] of fields) {
       head += `${name}: ${value}\r\n`;
     }
     if (body !== undefined) head += `content-length: ${body.byteLength}\r\n`;
@@ -139,7 +146,7 @@ export function h2Request(
   const stream = session.request({
     ":method": request.method,
     ":path": request.target,
-    ...request.headers,
+    ...Object.fromEntries(fieldsOfRequest(request)),
   }, { endStream: request.body === undefined });
   return new Promise((resolve, reject) => {
     let status = 0;

@@ -237,3 +237,32 @@ export function grpcJsUnary<T = { book: unknown[] }>(
     call.on("metadata", (m: grpc.Metadata) => (headers = m));
   });
 }
+
+/** The status and message of a gRPC-Web answer: its trailer frame (base64 for -text). */
+export function grpcWebTrailer(type: string, body: Uint8Array): Headers | undefined {
+  let bytes = body;
+  if (type.startsWith("application/grpc-web-text")) {
+    try {
+      bytes = Uint8Array.from(
+        atob(new TextDecoder().decode(body).replace(/=+(?=.)/g, "")),
+        (ch) => ch.charCodeAt(0),
+      );
+    } catch {
+      return undefined;
+    }
+  }
+  for (let at = 0; at + 5 <= bytes.length;) {
+    const length = new DataView(bytes.buffer, bytes.byteOffset + at + 1, 4).getUint32(0);
+    if (bytes[at]! & 0x80) {
+      const text = new TextDecoder().decode(bytes.subarray(at + 5, at + 5 + length));
+      const out = new Headers();
+      for (const line of text.split(/\r?\n/)) {
+        const colon = line.indexOf(":");
+        if (colon > 0) out.set(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+      }
+      return out;
+    }
+    at += 5 + length;
+  }
+  return undefined;
+}
