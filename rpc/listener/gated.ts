@@ -101,16 +101,11 @@ export function gatedStreams(
       () => stream.session?.socket?.remoteAddress ?? "",
     );
     if (decision instanceof Promise) {
-      const started = performance.now();
-      const settle = (decided: Decision | { ok: false; error: unknown }) => {
-        if (stream.destroyed) return;
-        if (!decided.ok) {
-          return refuse({ url: target, method, headers }, { stream }, decided.error, started);
-        }
-        decisions.set(stream, decided);
-        compat(stream, headers, flags, rawHeaders);
-      };
-      decision.then(settle, (error: unknown) => settle({ ok: false, error }));
+      // Handed to the compatibility layer at once, so that its request sees the body's end
+      // whenever that comes; the request handler (`gatedRequests`) waits for the decision before
+      // anything reads the body.
+      decisions.set(stream, decision);
+      compat(stream, headers, flags, rawHeaders);
       return true;
     }
     if (!decision.ok) {
@@ -135,15 +130,19 @@ export function gatedRequests(
 ): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void {
   return (req, res) => {
     const key = req.stream ?? req;
-    if (decisions.has(key)) return serve(req, res);
+    const known = decisions.get(key);
+    if (known !== undefined && !(known instanceof Promise)) return serve(req, res);
     const started = performance.now();
     const request = { url: req.url, method: req.method, headers: req.headers };
+    // An HTTP/2 refusal is written on the stream (trailers-only), an HTTP/1.1 one as a response.
+    const answerOn = req.stream ? { stream: req.stream } : { res };
     const settle = (decided: Decision | { ok: false; error: unknown }) => {
-      if (!decided.ok) return refuse(request, { res }, decided.error, started);
+      if (req.stream?.destroyed) return;
+      if (!decided.ok) return refuse(request, answerOn, decided.error, started);
       decisions.set(key, decided);
       serve(req, res);
     };
-    const decision = decide(
+    const decision = known ?? decide(
       gate,
       accessOf,
       req.method,
