@@ -166,23 +166,29 @@ Deno.test("GraphQL over a socket", async (t) => {
       assert.equal(modern.headers.get("content-type"), `${GRAPHQL_RESPONSE}; charset=utf-8`);
     });
 
-    await t.step("validation errors: unknown field, mutation, subscription", async () => {
-      const unknown = await post(base, { query: "{ books { isbn title } }" });
-      const [error] = assertErrors(unknown, 200, "invalid-parameter");
-      assert.equal(error!.message, 'Cannot query field "isbn" on type "Book".');
-      assert.deepEqual(unknown.body.errors[0].locations, [{ line: 1, column: 11 }]);
-      const suggestion = await post(base, { query: "{ books { titel } }" }, {
-        accept: GRAPHQL_RESPONSE,
-      });
-      assert.match(assertErrors(suggestion, 400, "invalid-parameter")[0]!.message, /"title"/);
-      for (const op of ["mutation { books { title } }", "subscription { books { title } }"]) {
-        const reply = await post(base, { query: op });
-        assert.match(
-          assertErrors(reply, 200, "invalid-parameter")[0]!.message,
-          /only query operations are supported/,
+    await t.step(
+      "validation errors: unknown field, books as a mutation, subscription",
+      async () => {
+        const unknown = await post(base, { query: "{ books { isbn title } }" });
+        const [error] = assertErrors(unknown, 200, "invalid-parameter");
+        assert.equal(error!.message, 'Cannot query field "isbn" on type "Book".');
+        assert.deepEqual(unknown.body.errors[0].locations, [{ line: 1, column: 11 }]);
+        const suggestion = await post(base, { query: "{ books { titel } }" }, {
+          accept: GRAPHQL_RESPONSE,
+        });
+        assert.match(assertErrors(suggestion, 400, "invalid-parameter")[0]!.message, /"title"/);
+        const mutation = await post(base, { query: "mutation { books { title } }" });
+        assert.equal(
+          assertErrors(mutation, 200, "invalid-parameter")[0]!.message,
+          'Cannot query field "books" on type "Mutation".',
         );
-      }
-    });
+        const subscription = await post(base, { query: "subscription { books { title } }" });
+        assert.match(
+          assertErrors(subscription, 200, "invalid-parameter")[0]!.message,
+          /no subscription type; operations are query and mutation operations only/,
+        );
+      },
+    );
 
     await t.step("bad request parameters: 400 with invalid-body or invalid-parameter", async () => {
       assertErrors(await post(base, '{"query": '), 400, "invalid-body");
