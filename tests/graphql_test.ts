@@ -366,13 +366,19 @@ Deno.test("GraphQL limits and introspection follow the configuration", async (t)
       await assertResponsive(base);
     });
 
-    await t.step("GRAPHQL_INTROSPECTION=false: no __schema, no field suggestions", async () => {
-      const schema = await post(base, { query: "{ __schema { types { name } } }" });
-      assert.match(assertErrors(schema, 200, "invalid-parameter")[0]!.message, /introspection/);
-      const typo = await post(base, { query: "{ books { titel } }" });
-      const [error] = assertErrors(typo, 200, "invalid-parameter");
-      assert.equal(error!.message, 'Cannot query field "titel" on type "Book".');
-    });
+    await t.step(
+      "GRAPHQL_INTROSPECTION=false: no __schema, no field suggestions, no SDL",
+      async () => {
+        const schema = await post(base, { query: "{ __schema { types { name } } }" });
+        assert.match(assertErrors(schema, 200, "invalid-parameter")[0]!.message, /introspection/);
+        const typo = await post(base, { query: "{ books { titel } }" });
+        const [error] = assertErrors(typo, 200, "invalid-parameter");
+        assert.equal(error!.message, 'Cannot query field "titel" on type "Book".');
+        const sdl = await fetch(`${base}/graphql/schema.graphql`);
+        assert.equal(sdl.status, 404);
+        assert.equal((await sdl.json()).errors[0].error, "route-not-found");
+      },
+    );
   } finally {
     await server.close();
   }
