@@ -398,7 +398,10 @@ function storeWithFailingBook(): Store {
     },
   } as Book;
   const catalogue = Object.freeze([...good.list(), bad]);
-  return stubStore({ ...good, list: () => catalogue }, () => Promise.reject(new Error("unused")));
+  return stubStore(
+    { ...good, list: () => catalogue },
+    () => Promise.reject(new Error("address disk on fire")),
+  );
 }
 
 Deno.test("an unexpected resolver failure is masked, logged with the request id", async () => {
@@ -423,6 +426,12 @@ Deno.test("an unexpected resolver failure is masked, logged with the request id"
     // Unaffected fields still answer, and the failure is not cached as a success.
     const years = await post(base, { query: "{ books { year } }" });
     assert.deepEqual(years.body, { data: { books: [{ year: 2000 }, { year: 2001 }] } });
+    // So does the address book's store failing: its field is null, the cause masked.
+    const address = await post(base, { query: "{ books { year } address(id: 1) { id } }" });
+    assert.equal(address.status, 200);
+    assert.deepEqual(address.body.data, { books: [{ year: 2000 }, { year: 2001 }], address: null });
+    assert.equal(address.body.errors[0].extensions.code, "internal");
+    assert.ok(!address.text.includes("disk on fire"));
     await new Promise((r) => setTimeout(r, 10));
     logger.flush();
     const logged = lines.filter((l) => l.msg === "graphql field failed") as {
@@ -431,7 +440,7 @@ Deno.test("an unexpected resolver failure is masked, logged with the request id"
       path: string;
       requestId: string;
     }[];
-    assert.equal(logged.length, 2);
+    assert.equal(logged.length, 3);
     assert.match(logged[0]!.error, /disk on fire/);
     assert.match(logged[0]!.stack, /get title/);
     assert.equal(logged[0]!.path, "books.1.title");
