@@ -31,7 +31,6 @@ import {
   type AddressPageOut,
   AddressPatchType,
   AddressType,
-  ETAG_RULE,
 } from "./address_types.ts";
 
 /**
@@ -123,9 +122,9 @@ async function page(
 const id = { type: new GraphQLNonNull(GraphQLID) };
 const ifMatch = {
   type: GraphQLString,
-  description: `As REST's \`If-Match\`: an \`etag\` (${ETAG_RULE.replace(/^The /, "the ")}), a ` +
-    "comma-separated list of them, or `*`. The write happens only if the address still has " +
-    "one of them (strong comparison), else `precondition-failed`.",
+  description: "As REST's `If-Match`: an `Address.etag` (quotes included), a comma-separated " +
+    "list of them, or `*`. The write happens only if the address still has one of them (strong " +
+    "comparison: a weak `W/` tag never matches), else `precondition-failed`.",
 };
 const address = new GraphQLNonNull(AddressType);
 

@@ -45,10 +45,6 @@ function rules(field: AddressField, what: string): string {
   return `${what} ${field.description ?? `1 to ${field.maxLength} characters after trimming.`}`;
 }
 
-/** The etag's description, shared by the field and the arguments that take it. */
-export const ETAG_RULE = "The strong entity tag of the stored version, exactly as REST's `ETag` " +
-  'header, quotes included (`"…"`).';
-
 /** A stored address as answered: its id, its fields, its etag. */
 export const AddressType: GraphQLObjectType<StoredAddress> = new GraphQLObjectType<
   StoredAddress
@@ -69,7 +65,8 @@ export const AddressType: GraphQLObjectType<StoredAddress> = new GraphQLObjectTy
     })),
     etag: {
       type: text,
-      description: `${ETAG_RULE} Send it as \`ifMatch\` here, or as \`If-Match\` over REST.`,
+      description: "The strong entity tag of the stored version, exactly as REST's `ETag` " +
+        'header, quotes included (`"…"`): send it as `ifMatch` here, or as `If-Match` over REST.',
       resolve: (stored) => versionEtag(stored.versionstamp),
     },
   }),
