@@ -5,7 +5,7 @@ import { requestIdFrom } from "../lib/http/request_id.ts";
 import type { Inner } from "../server/handler.ts";
 import type { Admission } from "../security/admission.ts";
 import { ANONYMOUS } from "../security/caller.ts";
-import { type AccessRules, authorize } from "../security/gate.ts";
+import { type AccessRules, accessRules, authorize } from "../security/gate.ts";
 import type { BookStore } from "../store/books.ts";
 import {
   decodeBody,
@@ -45,7 +45,7 @@ export function withCachedGraphql(
   app: Inner,
 ): Inner {
   const { books, logger, results } = deps;
-  const access = deps.access ?? { authenticate: false, booksRequired: false };
+  const access = deps.access ?? accessRules(undefined);
   const bodyLimit = graphqlBodyLimit(deps.config);
 
   function cached(text: string): string | undefined {

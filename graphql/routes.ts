@@ -7,7 +7,7 @@ import { allowedMethods } from "../security/route_access.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import type { BookStore } from "../store/books.ts";
 import type { AddressStore } from "../store/addresses/repository.ts";
-import { type AccessRules, authorize } from "../security/gate.ts";
+import { type AccessRules, accessRules, authorize } from "../security/gate.ts";
 import { planOf } from "./operation_access.ts";
 import { pageBudgetProblem, variableInputProblems } from "./operation_checks.ts";
 import { schemaRoute } from "./schema_route.ts";
@@ -54,9 +54,6 @@ export interface GraphqlDeps {
   results?: ResultCache;
 }
 
-/** Authentication off: every call may proceed. */
-const OPEN: AccessRules = { authenticate: false, booksRequired: false };
-
 /**
  * Serves GraphQL at `/graphql`: operations over POST (GraphQL-over-HTTP), GraphiQL for a browser's
  * GET, GraphiQL's files under `/graphql/assets/` and the schema at `/graphql/schema.graphql`.
@@ -84,7 +81,7 @@ const OPEN: AccessRules = { authenticate: false, booksRequired: false };
  */
 export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const config = deps.config ?? loadConfig({}).graphql;
-  const access = deps.access ?? OPEN;
+  const access = deps.access ?? accessRules(undefined);
   const schema = createSchema();
   const prepare = createPreparer(schema, config, deps.documents);
   const results = deps.results ?? createResultCache();
