@@ -93,8 +93,8 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
 
   app.post(GRAPHQL_PATH, requires("public", refuse), async (c) => {
     const caller = c.get("caller");
-    const books = authorize(caller, "books:read", access);
-    if (books?.code === "unauthorized") return refuse(c, books);
+    const noBooks = authorize(caller, "books:read", access);
+    if (noBooks?.code === "unauthorized") return refuse(c, noBooks);
     const accept = c.req.header("accept");
     const negotiated = negotiateGraphqlType(accept);
     const type: GraphqlMediaType = negotiated ?? "application/json";
@@ -122,7 +122,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       const cached = key === undefined ? undefined : results.get(key, catalogue);
       if (cached !== undefined) {
         // Only operations of the catalogue alone are cached, and they need what the books need.
-        if (books !== undefined) return refuse(c, books);
+        if (noBooks !== undefined) return refuse(c, noBooks);
         return dataResponse(cached, type, c.get("requestId"));
       }
       const prepared = prepare(params.query);
