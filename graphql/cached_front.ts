@@ -4,6 +4,8 @@ import { logHttpAccess } from "../lib/access_log.ts";
 import { requestIdFrom } from "../lib/http/request_id.ts";
 import type { Inner } from "../server/handler.ts";
 import type { Admission } from "../security/admission.ts";
+import { ANONYMOUS } from "../security/caller.ts";
+import { type AccessRules, accessRules, authorize } from "../security/gate.ts";
 import type { BookStore } from "../store/books.ts";
 import {
   decodeBody,
@@ -27,13 +29,23 @@ import { GRAPHQL_PATH } from "../lib/paths.ts";
  * over the limit is refused before its result could be cached, so it never is. A request this
  * path cannot answer from the cache goes to `app` with the same body bytes, so every error and
  * every executed query is still the route's. A body without Content-Length goes to `app` unread
- * (its size is checked while it streams there).
+ * (its size is checked while it streams there), and so does a request whose caller may not read
+ * the books (`access`, the gate's rules): every cached result is of the catalogue alone
+ * (graphql/result_cache.ts), so that is all a cached answer needs, and the route renders the
+ * refusal.
  */
 export function withCachedGraphql(
-  deps: { books: BookStore; logger: Logger; results: ResultCache; config: GraphqlConfig },
+  deps: {
+    books: BookStore;
+    logger: Logger;
+    results: ResultCache;
+    config: GraphqlConfig;
+    access?: AccessRules | undefined;
+  },
   app: Inner,
 ): Inner {
   const { books, logger, results } = deps;
+  const access = deps.access ?? accessRules(undefined);
   const bodyLimit = graphqlBodyLimit(deps.config);
 
   function cached(text: string): string | undefined {
@@ -46,6 +58,8 @@ export function withCachedGraphql(
 
   async function answer(request: Request, admission: Admission): Promise<Response> {
     const started = performance.now();
+    const caller = admission.decision?.ok ? admission.decision.caller : ANONYMOUS;
+    if (authorize(caller, "books:read", access) !== undefined) return app(request, admission);
     const type = negotiateGraphqlType(request.headers.get("accept") ?? undefined);
     const length = Number(request.headers.get("content-length") ?? NaN);
     if (

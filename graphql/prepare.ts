@@ -4,6 +4,7 @@ import {
   GraphQLError,
   type GraphQLSchema,
   NoSchemaIntrospectionCustomRule,
+  OperationTypeNode,
   specifiedRules,
   validate,
   type ValidationContext,
@@ -97,17 +98,22 @@ export function createPreparer(
 }
 
 /**
- * The spec's "operation type existence" check, which graphql-js 16 leaves to execution (where a
- * mutation against a schema without one fails as if the server had): this schema has queries
- * only, so a mutation or subscription is the client's error and is rejected before execution.
+ * The spec's "operation type existence" check, which graphql-js 16 leaves to execution (where an
+ * operation type the schema lacks fails as if the server had): this schema has queries and
+ * mutations, so a subscription is the client's error and is rejected before execution.
  */
 function knownOperationTypesRule(context: ValidationContext): ASTVisitor {
   return {
     OperationDefinition(node) {
-      if (context.getSchema().getRootType(node.operation)) return;
+      const schema = context.getSchema();
+      if (schema.getRootType(node.operation)) return;
+      const defined = Object.values(OperationTypeNode)
+        .filter((operation) => schema.getRootType(operation));
       context.reportError(
         new GraphQLError(
-          `The schema defines no ${node.operation} type; only query operations are supported.`,
+          `The schema defines no ${node.operation} type; operations are ${
+            defined.join(" and ")
+          } operations only.`,
           { nodes: node },
         ),
       );

@@ -1,5 +1,5 @@
 import type { ExecutionResult, GraphQLError, GraphQLFormattedError } from "graphql";
-import { AppError, type ErrorCode } from "../lib/errors.ts";
+import { AppError, type ErrorCode, type Problem } from "../lib/errors.ts";
 import type { Logger } from "../lib/log.ts";
 import type { GraphqlMediaType } from "./over_http.ts";
 
@@ -53,6 +53,27 @@ export function requestErrorResponse(error: AppError, type: GraphqlMediaType): R
 }
 
 /**
+ * What an operation asks of the address book, refused before it runs (graphql/operation_checks.ts):
+ * like variables that do not coerce, errors without `data`, one per problem (with
+ * `extensions.field` for an input's field).
+ */
+export function inputErrorsResponse(problems: readonly Problem[], type: GraphqlMediaType) {
+  const errors = problems.map((problem) => ({
+    message: problem.detail,
+    extensions: extensionsOf(problem),
+  }));
+  return respond({ errors }, statusWithoutData(type), type);
+}
+
+function extensionsOf(problem: Problem, retryAfter?: number): Record<string, unknown> {
+  return {
+    code: problem.code,
+    ...(problem.field !== undefined && { field: problem.field }),
+    ...(retryAfter !== undefined && { retryAfter }),
+  };
+}
+
+/**
  * GraphQL-over-HTTP status for a response without `data` (a document or request error):
  * 200 for `application/json` (legacy clients read the body), 400 for
  * `application/graphql-response+json`.
@@ -79,10 +100,11 @@ export function documentErrorsResponse(
 }
 
 /**
- * The result of an execution that reported errors. Without `data`, the errors are the client's (unknown operation,
- * variables that do not coerce, an operation type the schema lacks). With `data`, they are
- * field errors, and since no field here takes input, every one is a server fault: an AppError
- * keeps its code and detail; anything else is logged with the request id and masked.
+ * The result of an execution that reported errors. Without `data`, the errors are the client's
+ * (unknown operation, variables that do not coerce, an operation type the schema lacks). With
+ * `data` (even `null`: GraphQL-over-HTTP's partial response, always 200), they are field errors:
+ * an AppError (the address book's refusals, a storage fault) keeps its code and detail, one error
+ * per problem; anything else is logged with the request id and masked.
  */
 export function executionResponse(result: ExecutionResult, context: ResponseContext): Response {
   if (result.errors === undefined) return respond({ data: result.data }, 200, context.type);
@@ -90,15 +112,20 @@ export function executionResponse(result: ExecutionResult, context: ResponseCont
     const errors = result.errors.map((e) => withCode(e, "invalid-parameter"));
     return respond({ errors }, statusWithoutData(context.type), context.type);
   }
-  const errors = result.errors.map((error) => fieldError(error, context));
+  const errors = result.errors.flatMap((error) => fieldErrors(error, context));
   return respond({ errors, data: result.data }, 200, context.type);
 }
 
-function fieldError(error: GraphQLError, context: ResponseContext): GraphQLFormattedError {
+function fieldErrors(error: GraphQLError, context: ResponseContext): GraphQLFormattedError[] {
   const cause = error.originalError;
   const where = { locations: error.locations, path: error.path };
   if (cause instanceof AppError) {
-    return { message: cause.problems[0]!.detail, ...where, extensions: { code: cause.code } };
+    // A storage fault keeps its meaning: its code, and when to retry.
+    return cause.problems.map((problem) => ({
+      message: problem.detail,
+      ...where,
+      extensions: extensionsOf(problem, cause.retryAfter),
+    }));
   }
   context.logger.error("graphql field failed", {
     requestId: context.requestId,
@@ -106,9 +133,9 @@ function fieldError(error: GraphQLError, context: ResponseContext): GraphQLForma
     error: cause ? `${cause.name}: ${cause.message}` : error.message,
     stack: cause?.stack,
   });
-  return {
+  return [{
     message: `Internal error; quote request id ${context.requestId} when reporting it.`,
     ...where,
     extensions: { code: "internal", requestId: context.requestId },
-  };
+  }];
 }

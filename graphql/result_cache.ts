@@ -31,9 +31,12 @@ export interface ResultCacheOptions {
 const ENTRY_BYTES = 256;
 
 /**
- * Every field of this schema is a pure function of the catalogue snapshot (graphql/schema.ts),
- * and the catalogue is read-only after start-up, so an operation without variables has exactly
- * one result per snapshot: the GraphQL counterpart of the REST route's pre-encoded JSON. Entries
+ * Holds results of operations whose root fields all read the catalogue alone (CATALOGUE_FIELDS in
+ * graphql/schema.ts; routes.ts stores nothing else, never an address book field, which is per
+ * caller): such a field is a pure function of the catalogue snapshot, and the catalogue is
+ * read-only after start-up, so an operation without variables has exactly one result per
+ * snapshot: the GraphQL counterpart of the REST route's pre-encoded JSON. Every entry therefore
+ * needs what the books need (`books:read`), which both places that answer from it ask. Entries
  * remember the snapshot (the store's frozen array) they were computed from and are ignored once
  * the store returns a different one, so the cache can never serve a stale catalogue. Only
  * error-free results are kept (field errors carry a request id). Bounded by entries and bytes.

@@ -6,6 +6,11 @@ import type { Logger } from "../lib/log.ts";
 import { allowedMethods } from "../security/route_access.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import type { BookStore } from "../store/books.ts";
+import type { AddressStore } from "../store/addresses/repository.ts";
+import { type AccessRules, accessRules, authorize } from "../security/gate.ts";
+import { planOf } from "./operation_access.ts";
+import { pageBudgetProblem, variableInputProblems } from "./operation_checks.ts";
+import { schemaRoute } from "./schema_route.ts";
 import { graphiqlAssetRoutes, graphiqlPage } from "./graphiql.ts";
 import { limitError } from "./limits.ts";
 import {
@@ -23,17 +28,24 @@ import {
   dataResponse,
   documentErrorsResponse,
   executionResponse,
+  inputErrorsResponse,
   requestErrorResponse,
 } from "./responses.ts";
 import { createResultCache, type ResultCache } from "./result_cache.ts";
-import { booksRoot, createBooksSchema } from "./schema.ts";
+import { booksRoot, createSchema } from "./schema.ts";
 import { requires } from "../security/access.ts";
 import { GRAPHQL_PATH } from "../lib/paths.ts";
 
 /** What the GraphQL endpoint needs. */
 export interface GraphqlDeps {
   books: BookStore;
+  addresses: AddressStore;
   logger: Logger;
+  /**
+   * The gate's access rules (security/gate.ts `accessRules`), applied per operation to what its
+   * root fields need; authentication off when omitted.
+   */
+  access?: AccessRules;
   /** Limits and introspection; the `GRAPHQL_*` defaults when omitted. */
   config?: GraphqlConfig;
   /** Parsed and validated documents by query text (a new cache when omitted). */
@@ -44,11 +56,19 @@ export interface GraphqlDeps {
 
 /**
  * Serves GraphQL at `/graphql`: operations over POST (GraphQL-over-HTTP), GraphiQL for a browser's
- * GET, and GraphiQL's files under `/graphql/assets/`.
+ * GET, GraphiQL's files under `/graphql/assets/` and the schema at `/graphql/schema.graphql`.
  *
  * A request costs, in order: Accept and Content-Type checks, reading and parsing the JSON body,
- * the document size check, then either a cached result (variable-free operations, per catalogue
- * snapshot: result_cache.ts) or a cached parse-and-validate (prepare.ts) plus execution.
+ * the document size check, then either a cached result (variable-free operations of the
+ * catalogue alone, per catalogue snapshot: result_cache.ts) or a cached parse-and-validate
+ * (prepare.ts), the access its root fields need (operation_access.ts), what it asks of the
+ * address book (operation_checks.ts), and execution.
+ *
+ * Access: the gate at the entry identifies the caller and charges the rate limit for the route
+ * (declared public); what a call needs depends on its operation's root fields, so the route asks
+ * the gate's own rule (`authorize`) for each before the operation runs. Only when the caller
+ * lacks what even the books need (no token, `AUTH_BOOKS=required`) is it refused before the body
+ * is read: every operation needs at least that.
  *
  * Why not `@hono/graphql-server` in the request path: it parses and validates every request
  * (no hook to reuse a cached document, which keeps repeated queries cheap), matches
@@ -61,7 +81,8 @@ export interface GraphqlDeps {
  */
 export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const config = deps.config ?? loadConfig({}).graphql;
-  const schema = createBooksSchema();
+  const access = deps.access ?? accessRules(undefined);
+  const schema = createSchema();
   const prepare = createPreparer(schema, config, deps.documents);
   const results = deps.results ?? createResultCache();
   const bodyLimit = graphqlBodyLimit(config);
@@ -70,7 +91,10 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const refuse = (c: Context, error: AppError) =>
     requestErrorResponse(error, negotiateGraphqlType(c.req.header("accept")) ?? "application/json");
 
-  app.post(GRAPHQL_PATH, requires("books:read", refuse), async (c) => {
+  app.post(GRAPHQL_PATH, requires("public", refuse), async (c) => {
+    const caller = c.get("caller");
+    const noBooks = authorize(caller, "books:read", access);
+    if (noBooks?.code === "unauthorized") return refuse(c, noBooks);
     const accept = c.req.header("accept");
     const negotiated = negotiateGraphqlType(accept);
     const type: GraphqlMediaType = negotiated ?? "application/json";
@@ -96,22 +120,38 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       const catalogue = deps.books.list();
       const key = results.keyOf(params);
       const cached = key === undefined ? undefined : results.get(key, catalogue);
-      if (cached !== undefined) return dataResponse(cached, type, c.get("requestId"));
+      if (cached !== undefined) {
+        // Only operations of the catalogue alone are cached, and they need what the books need.
+        if (noBooks !== undefined) return refuse(c, noBooks);
+        return dataResponse(cached, type, c.get("requestId"));
+      }
       const prepared = prepare(params.query);
       if (!prepared.ok) {
         logRejection(deps.logger, c.get("requestId"), prepared.errors);
         return documentErrorsResponse(prepared.errors, type);
       }
+      const plan = planOf(prepared.document, params.operationName);
+      if (plan !== undefined) {
+        for (const needed of plan.accesses) {
+          const refusal = authorize(caller, needed, access);
+          if (refusal !== undefined) return refuse(c, refusal);
+        }
+        const problems = variableInputProblems(plan.operation, params.variables);
+        const pages = pageBudgetProblem(plan, params.variables);
+        if (pages !== undefined) problems.push(pages);
+        if (problems.length > 0) return inputErrorsResponse(problems, type);
+      }
       const result = await execute({
         schema,
         document: prepared.document,
         rootValue: booksRoot(catalogue),
+        contextValue: { owner: caller.owner, addresses: deps.addresses },
         variableValues: params.variables,
         operationName: params.operationName,
       });
       if (result.errors === undefined) {
         const body = JSON.stringify({ data: result.data });
-        if (key !== undefined) results.set(key, catalogue, body);
+        if (key !== undefined && plan?.catalogueOnly) results.set(key, catalogue, body);
         return dataResponse(body, type, c.get("requestId"));
       }
       return executionResponse(result, {
@@ -147,6 +187,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
     );
   });
 
+  schemaRoute(app, schema, config);
   graphiqlAssetRoutes(app);
 }
 

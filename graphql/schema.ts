@@ -1,12 +1,13 @@
-import { buildSchema, type GraphQLSchema } from "graphql";
+import { buildSchema, GraphQLObjectType, GraphQLSchema } from "graphql";
 import type { Book } from "../lib/schemas.ts";
+import type { Access } from "../security/access.ts";
 import type { BookStore } from "../store/books.ts";
+import { ADDRESS_MUTATIONS, ADDRESS_QUERIES, type AddressRootField } from "./address_fields.ts";
 
 /**
- * The schema exactly as the spec states it (4.2): one query, no mutation or subscription.
- * Every field is a pure function of the catalogue snapshot a request reads; routes.ts caches
- * results of variable-free operations on that basis. A field that reads anything else (time,
- * the address book, the caller) must revisit graphql/result_cache.ts.
+ * The books part of the schema exactly as the spec states it (4.2). Every field of it is a pure
+ * function of the catalogue snapshot a request reads; routes.ts caches results of variable-free
+ * operations that select nothing else (CATALOGUE_FIELDS).
  */
 export const BOOKS_SDL = `
 "A book of the catalogue."
@@ -28,9 +29,55 @@ type Query {
 }
 `;
 
-/** Builds the executable schema (validated once here, not per request). */
-export function createBooksSchema(): GraphQLSchema {
-  return buildSchema(BOOKS_SDL);
+/**
+ * What a call of each root field needs (security/access.ts), decided per operation before it
+ * runs (graphql/operation_access.ts). The books and the meta fields need what the whole endpoint
+ * needed before the address book joined it: nothing, or `books:read` with `AUTH_BOOKS=required`.
+ * A root field missing here needs a valid token whatever it does (deny by default), and
+ * tests/graphql_addresses_test.ts checks that none is missing.
+ */
+export const ROOT_ACCESS: ReadonlyMap<string, Access> = new Map<string, Access>([
+  ["books", "books:read"],
+  ["__typename", "books:read"],
+  ["__schema", "books:read"],
+  ["__type", "books:read"],
+  ...accessOf(ADDRESS_QUERIES),
+  ...accessOf(ADDRESS_MUTATIONS),
+]);
+
+/**
+ * Root fields whose result is a pure function of the catalogue snapshot (and of the schema): an
+ * operation that selects nothing else has one result per snapshot, which routes.ts caches.
+ * Everything of the address book is per caller and per moment, so never.
+ */
+export const CATALOGUE_FIELDS: ReadonlySet<string> = new Set([
+  "books",
+  "__typename",
+  "__schema",
+  "__type",
+]);
+
+function accessOf(fields: Readonly<Record<string, AddressRootField>>): [string, Access][] {
+  return Object.entries(fields).map(([name, field]) => [name, field.access]);
+}
+
+function configs(fields: Readonly<Record<string, AddressRootField>>) {
+  return Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, field.config]));
+}
+
+/**
+ * Builds the executable schema (validated once here, not per request): the books query from
+ * BOOKS_SDL as it is, and the address book's queries and mutations (graphql/address_fields.ts).
+ */
+export function createSchema(): GraphQLSchema {
+  const books = buildSchema(BOOKS_SDL).getQueryType()!.toConfig();
+  return new GraphQLSchema({
+    query: new GraphQLObjectType({
+      ...books,
+      fields: { ...books.fields, ...configs(ADDRESS_QUERIES) },
+    }),
+    mutation: new GraphQLObjectType({ name: "Mutation", fields: configs(ADDRESS_MUTATIONS) }),
+  });
 }
 
 /** Root resolvers. */

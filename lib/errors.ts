@@ -202,6 +202,8 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
 export interface Problem {
   code: ErrorCode;
   detail: string;
+  /** The input field it concerns (`postalCode`), for protocols that name it apart from the text. */
+  field?: string;
 }
 
 /** An expected, mapped failure. Carries one or more problems that share one HTTP status. */
@@ -221,11 +223,16 @@ export class AppError extends Error {
       retryAfter?: number;
       headers?: Record<string, string>;
       cause?: unknown;
+      /** The input field the first problem concerns. */
+      field?: string;
     } = {},
   ) {
     super(detail, { cause: options.cause });
     this.name = "AppError";
-    this.problems = [{ code, detail }, ...(options.more ?? [])];
+    const first: Problem = options.field === undefined
+      ? { code, detail }
+      : { code, detail, field: options.field };
+    this.problems = [first, ...(options.more ?? [])];
     this.status = ERROR_DEFINITIONS[code].status;
     this.retryAfter = options.retryAfter;
     this.headers = options.headers ?? {};
@@ -241,7 +248,7 @@ export class AppError extends Error {
 export function appErrorFromProblems(problems: Problem[]): AppError {
   const [first, ...rest] = problems;
   if (!first) throw new TypeError("appErrorFromProblems needs at least one problem");
-  return new AppError(first.code, first.detail, { more: rest });
+  return new AppError(first.code, first.detail, { more: rest, field: first.field });
 }
 
 /** The translated user message for a code. */

@@ -21,9 +21,11 @@ export const ADDRESSES_PATH = "/addresses";
 export const ADDRESS_ROUTE = `${ADDRESSES_PATH}/{id}`;
 export const ADDRESSES_EXPORT_PATH = `${ADDRESSES_PATH}/export`;
 
-/** GraphQL: operations by POST, GraphiQL by a browser's GET, and GraphiQL's files. */
+/** GraphQL: operations by POST, GraphiQL by a browser's GET, GraphiQL's files, the schema. */
 export const GRAPHQL_PATH = "/graphql";
 export const GRAPHQL_ASSETS_PATH = `${GRAPHQL_PATH}/assets`;
+/** The GraphQL schema as SDL (published like the OpenAPI document, unless introspection is off). */
+export const GRAPHQL_SCHEMA_PATH = `${GRAPHQL_PATH}/schema.graphql`;
 
 /**
  * The books call (Connect and gRPC-Web on both ports, gRPC on the gRPC listener), named by the

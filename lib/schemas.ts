@@ -46,11 +46,20 @@ export const IdParamSchema = z.object({
     }),
 });
 
+/** A listing's page size: when none is asked for, and the most one may ask for. */
+export const PAGE_SIZE = { default: 50, max: 500 } as const;
+const PAGE_SIZE_RULE = `must be an integer from 1 to ${PAGE_SIZE.max}`;
+
+/** True for a page size a listing accepts. */
+export function isPageSize(n: number): boolean {
+  return Number.isInteger(n) && n >= 1 && n <= PAGE_SIZE.max;
+}
+
 /** Query of GET /addresses. */
 export const AddressListQuerySchema = z.object({
-  limit: z.string().regex(/^[0-9]{1,4}$/, "must be an integer from 1 to 500")
+  limit: z.string().regex(/^[0-9]{1,4}$/, PAGE_SIZE_RULE)
     .transform(Number)
-    .refine((n) => n >= 1 && n <= 500, "must be an integer from 1 to 500")
+    .refine(isPageSize, PAGE_SIZE_RULE)
     .optional()
     .openapi({ param: { name: "limit", in: "query" }, type: "integer", example: 50 }),
   cursor: z.string().max(200).optional().openapi({ param: { name: "cursor", in: "query" } }),

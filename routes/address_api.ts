@@ -27,6 +27,7 @@ import {
   IdParamSchema,
 } from "../lib/schemas.ts";
 import { byReference } from "./json_body.ts";
+import { IdempotencyKeySchema } from "../lib/idempotency_key.ts";
 
 /** The routes of the address book as OpenAPI operations (validation and documentation). */
 
@@ -45,15 +46,11 @@ const jsonBody = {
   },
 } as const;
 
-/** Idempotency-Key (IETF httpapi draft): 1 to 255 visible ASCII characters. */
-export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-
 const IfMatchHeaderSchema = z.object({ "if-match": IfMatchSchema });
 
 /** The headers of POST /addresses. */
 export const CreateHeaderSchema = z.object({
-  "idempotency-key": z.string()
-    .regex(IDEMPOTENCY_KEY_PATTERN, "must be 1 to 255 visible ASCII characters")
+  "idempotency-key": IdempotencyKeySchema
     .optional()
     .openapi({
       param: { name: "idempotency-key", in: "header" },

@@ -14,6 +14,7 @@ import {
   ENTRY_PATH,
   ERRORS_DOC_PATH,
   GRAPHQL_PATH,
+  GRAPHQL_SCHEMA_PATH,
   OPENAPI_PATH,
 } from "../lib/paths.ts";
 
@@ -28,6 +29,7 @@ export const ENTRY_LINKS = {
   addresses: link(ADDRESSES_PATH, "The caller's addresses, one page at a time"),
   address: link(ADDRESS_ROUTE, "One address (GET, PUT, PATCH, DELETE)", true),
   graphql: link(GRAPHQL_PATH, "GraphQL endpoint (POST; GraphiQL in a browser)"),
+  graphqlSchema: link(GRAPHQL_SCHEMA_PATH, "The GraphQL schema (SDL)"),
   grpc: link(BOOKS_RPC_PATH, "Books over Connect and gRPC-Web (POST)"),
   openapi: link(OPENAPI_PATH, "OpenAPI 3.1 description of the REST API"),
   docs: link(DOCS_PATH, "Interactive API reference"),

@@ -88,6 +88,45 @@ function scopeFor(access: Access, booksRequired: boolean): string | undefined {
   }
 }
 
+/** What the configuration says of access: whether tokens are checked, and whether books need one. */
+export interface AccessRules {
+  /** Authentication is on (a key is configured). */
+  authenticate: boolean;
+  /** `AUTH_BOOKS=required`. */
+  booksRequired: boolean;
+}
+
+/** The access rules of an authentication configuration (undefined: authentication is off). */
+export function accessRules(auth: AuthConfig | undefined): AccessRules {
+  return { authenticate: auth !== undefined, booksRequired: auth?.booksRequired ?? false };
+}
+
+/**
+ * The gate's rule for one access, given the caller it identified: undefined when the caller may,
+ * else the refusal (401 `unauthorized` without a token, 403 `forbidden` without the scope, each
+ * with its challenge). The gate applies it to what the answering route declares; a route that
+ * answers several kinds of call (GraphQL's root fields) applies it to each kind a request makes.
+ */
+export function authorize(
+  caller: Caller,
+  access: Access,
+  rules: AccessRules,
+): AppError | undefined {
+  if (!rules.authenticate) return undefined;
+  const scope = scopeFor(access, rules.booksRequired);
+  if (scope !== undefined && caller.subject === undefined) {
+    return new AppError("unauthorized", "This call needs a bearer token.", {
+      headers: { "www-authenticate": CHALLENGE },
+    });
+  }
+  if (scope && !caller.scopes.has(scope)) {
+    return new AppError("forbidden", `This call needs the scope ${scope}.`, {
+      headers: { "www-authenticate": `Bearer error="insufficient_scope", scope="${scope}"` },
+    });
+  }
+  return undefined;
+}
+
 /**
  * Opens the gate the configuration asks for: undefined when neither authentication nor rate
  * limiting is on, so that every path can skip it with one check at start-up.
@@ -111,6 +150,7 @@ export function createGate(parts: {
 }): Gate | undefined {
   const { verifier, limiter, booksRequired } = parts;
   if (verifier === undefined && limiter === undefined) return undefined;
+  const rules: AccessRules = { authenticate: verifier !== undefined, booksRequired };
   const failures: FailedTokens = createTokenCache<string>();
 
   /** Takes a rate-limit token for the request; a refusal when the bucket is empty. */
@@ -147,19 +187,10 @@ export function createGate(parts: {
     const caller: Caller = identity === undefined
       ? ANONYMOUS
       : { owner: identity.subject, subject: identity.subject, scopes: identity.scopes };
-    if (verifier !== undefined) {
-      const scope = scopeFor(request.access, booksRequired);
-      if (scope !== undefined && identity === undefined) {
-        return refuse("unauthorized", "This call needs a bearer token.", CHALLENGE, headers);
-      }
-      if (scope && !caller.scopes.has(scope)) {
-        return refuse(
-          "forbidden",
-          `This call needs the scope ${scope}.`,
-          `Bearer error="insufficient_scope", scope="${scope}"`,
-          headers,
-        );
-      }
+    const refusal = authorize(caller, request.access, rules);
+    if (refusal !== undefined) {
+      Object.assign(refusal.headers, headers);
+      return { ok: false, error: refusal };
     }
     return { ok: true, caller, headers };
   }
@@ -226,18 +257,6 @@ type FailedTokens = TokenCache<string>;
 
 function unauthorized(detail: string, challenge: string): AppError {
   return new AppError("unauthorized", detail, { headers: { "www-authenticate": challenge } });
-}
-
-function refuse(
-  code: "unauthorized" | "forbidden",
-  detail: string,
-  challenge: string,
-  headers: Record<string, string> | undefined,
-): Refused {
-  return {
-    ok: false,
-    error: new AppError(code, detail, { headers: { ...headers, "www-authenticate": challenge } }),
-  };
 }
 
 function tokenFailure(error: unknown, token: string, failures: FailedTokens): AppError {

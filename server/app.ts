@@ -26,6 +26,7 @@ import { requires } from "../security/access.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
 import type { GraphqlConfig } from "../lib/config.ts";
 import type { GraphqlCaches } from "../graphql/caches.ts";
+import type { AccessRules } from "../security/gate.ts";
 import { OPENAPI_PATH } from "../lib/paths.ts";
 
 /** What the HTTP app needs from the process. */
@@ -44,6 +45,8 @@ export interface AppDeps {
   graphql?: GraphqlConfig;
   /** GraphQL's caches, when something in front of the app answers from them too. */
   graphqlCaches?: GraphqlCaches;
+  /** The gate's access rules, which GraphQL applies per operation (authentication off if omitted). */
+  access?: AccessRules;
   /** `CORS_ORIGINS`; no CORS headers when undefined. */
   corsOrigins?: "*" | string[] | undefined;
   /** `PUBLIC_URL` without its trailing slash; links in error bodies are relative without it. */
@@ -83,6 +86,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // GraphQL and Connect/gRPC-Web mount here (graphql/, rpc/).
   graphqlRoutes(app, {
     books: deps.store.books,
+    addresses: deps.store.addresses,
+    access: deps.access,
     logger: deps.logger,
     config: deps.graphql,
     results: deps.graphqlCaches?.results,

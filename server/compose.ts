@@ -8,7 +8,7 @@ import { withVaryOrigin } from "./cors.ts";
 import { withHotReads } from "../routes/books_front.ts";
 import { withCachedGraphql } from "../graphql/cached_front.ts";
 import { createGraphqlCaches } from "../graphql/caches.ts";
-import { type Gate, openGate } from "../security/gate.ts";
+import { accessRules, type Gate, openGate } from "../security/gate.ts";
 import type { Identity } from "../security/verifier.ts";
 import { createTokenCache } from "../security/token_cache.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
@@ -68,6 +68,7 @@ export async function openEdge(
     });
   }
   const graphqlCaches = createGraphqlCaches();
+  const access = accessRules(config.auth);
   const app = createApp({
     store,
     logger,
@@ -77,6 +78,7 @@ export async function openEdge(
     storage,
     graphql: config.graphql,
     graphqlCaches,
+    access,
     corsOrigins: config.corsOrigins,
     publicUrl: config.publicUrl,
   });
@@ -85,7 +87,7 @@ export async function openEdge(
   const front = withHotReads(
     { books, logger },
     withCachedGraphql(
-      { books, logger, results: graphqlCaches.results, config: config.graphql },
+      { books, logger, results: graphqlCaches.results, config: config.graphql, access },
       appFetch,
     ),
   );

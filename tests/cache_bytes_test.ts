@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { stringBytes } from "../lib/cache_bytes.ts";
 import { createTokenCache } from "../security/token_cache.ts";
 import { createDocumentCache, createPreparer } from "../graphql/prepare.ts";
-import { createBooksSchema } from "../graphql/schema.ts";
+import { createSchema } from "../graphql/schema.ts";
 import { loadConfig } from "../lib/config.ts";
 import { bearer, graphql } from "./support/requests.ts";
 import { startTestServer } from "./support/server.ts";
@@ -79,7 +79,7 @@ Deno.test("cache accounting: text, tokens and expiry", () => {
   assert.equal(stringBytes("\ud83d\udca5"), 4);
 
   const documents = createDocumentCache({ maxBytes: 64 * 1024 });
-  const prepare = createPreparer(createBooksSchema(), loadConfig({}).graphql, documents);
+  const prepare = createPreparer(createSchema(), loadConfig({}).graphql, documents);
   prepare("{ books { title } }");
   const small = documents.weight;
   prepare("{ books { title } }" + " ".repeat(10_000));

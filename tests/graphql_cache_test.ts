@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import { createLru } from "../graphql/lru.ts";
 import { createDocumentCache, createPreparer } from "../graphql/prepare.ts";
 import { createResultCache } from "../graphql/result_cache.ts";
-import { createBooksSchema } from "../graphql/schema.ts";
+import { createSchema } from "../graphql/schema.ts";
 import { ConfigError, loadConfig } from "../lib/config.ts";
 
 const config = loadConfig({}).graphql;
 
 Deno.test("prepared documents are cached by query text", () => {
-  const prepare = createPreparer(createBooksSchema(), config);
+  const prepare = createPreparer(createSchema(), config);
   const first = prepare("{ books { title } }");
   assert.equal(first.ok, true);
   // The same object: the second call parsed and validated nothing.
@@ -20,7 +20,7 @@ Deno.test("prepared documents are cached by query text", () => {
 });
 
 Deno.test("the document cache is bounded by entries and by bytes", () => {
-  const schema = createBooksSchema();
+  const schema = createSchema();
   const byEntries = createPreparer(schema, config, createDocumentCache({ maxEntries: 2 }));
   const a = byEntries("{ books { title } }");
   byEntries("{ books { year } }");

@@ -166,23 +166,29 @@ Deno.test("GraphQL over a socket", async (t) => {
       assert.equal(modern.headers.get("content-type"), `${GRAPHQL_RESPONSE}; charset=utf-8`);
     });
 
-    await t.step("validation errors: unknown field, mutation, subscription", async () => {
-      const unknown = await post(base, { query: "{ books { isbn title } }" });
-      const [error] = assertErrors(unknown, 200, "invalid-parameter");
-      assert.equal(error!.message, 'Cannot query field "isbn" on type "Book".');
-      assert.deepEqual(unknown.body.errors[0].locations, [{ line: 1, column: 11 }]);
-      const suggestion = await post(base, { query: "{ books { titel } }" }, {
-        accept: GRAPHQL_RESPONSE,
-      });
-      assert.match(assertErrors(suggestion, 400, "invalid-parameter")[0]!.message, /"title"/);
-      for (const op of ["mutation { books { title } }", "subscription { books { title } }"]) {
-        const reply = await post(base, { query: op });
-        assert.match(
-          assertErrors(reply, 200, "invalid-parameter")[0]!.message,
-          /only query operations are supported/,
+    await t.step(
+      "validation errors: unknown field, books as a mutation, subscription",
+      async () => {
+        const unknown = await post(base, { query: "{ books { isbn title } }" });
+        const [error] = assertErrors(unknown, 200, "invalid-parameter");
+        assert.equal(error!.message, 'Cannot query field "isbn" on type "Book".');
+        assert.deepEqual(unknown.body.errors[0].locations, [{ line: 1, column: 11 }]);
+        const suggestion = await post(base, { query: "{ books { titel } }" }, {
+          accept: GRAPHQL_RESPONSE,
+        });
+        assert.match(assertErrors(suggestion, 400, "invalid-parameter")[0]!.message, /"title"/);
+        const mutation = await post(base, { query: "mutation { books { title } }" });
+        assert.equal(
+          assertErrors(mutation, 200, "invalid-parameter")[0]!.message,
+          'Cannot query field "books" on type "Mutation".',
         );
-      }
-    });
+        const subscription = await post(base, { query: "subscription { books { title } }" });
+        assert.match(
+          assertErrors(subscription, 200, "invalid-parameter")[0]!.message,
+          /no subscription type; operations are query and mutation operations only/,
+        );
+      },
+    );
 
     await t.step("bad request parameters: 400 with invalid-body or invalid-parameter", async () => {
       assertErrors(await post(base, '{"query": '), 400, "invalid-body");
@@ -370,13 +376,19 @@ Deno.test("GraphQL limits and introspection follow the configuration", async (t)
       await assertResponsive(base);
     });
 
-    await t.step("GRAPHQL_INTROSPECTION=false: no __schema, no field suggestions", async () => {
-      const schema = await post(base, { query: "{ __schema { types { name } } }" });
-      assert.match(assertErrors(schema, 200, "invalid-parameter")[0]!.message, /introspection/);
-      const typo = await post(base, { query: "{ books { titel } }" });
-      const [error] = assertErrors(typo, 200, "invalid-parameter");
-      assert.equal(error!.message, 'Cannot query field "titel" on type "Book".');
-    });
+    await t.step(
+      "GRAPHQL_INTROSPECTION=false: no __schema, no field suggestions, no SDL",
+      async () => {
+        const schema = await post(base, { query: "{ __schema { types { name } } }" });
+        assert.match(assertErrors(schema, 200, "invalid-parameter")[0]!.message, /introspection/);
+        const typo = await post(base, { query: "{ books { titel } }" });
+        const [error] = assertErrors(typo, 200, "invalid-parameter");
+        assert.equal(error!.message, 'Cannot query field "titel" on type "Book".');
+        const sdl = await fetch(`${base}/graphql/schema.graphql`);
+        assert.equal(sdl.status, 404);
+        assert.equal((await sdl.json()).errors[0].error, "route-not-found");
+      },
+    );
   } finally {
     await server.close();
   }
@@ -396,7 +408,10 @@ function storeWithFailingBook(): Store {
     },
   } as Book;
   const catalogue = Object.freeze([...good.list(), bad]);
-  return stubStore({ ...good, list: () => catalogue }, () => Promise.reject(new Error("unused")));
+  return stubStore(
+    { ...good, list: () => catalogue },
+    () => Promise.reject(new Error("address disk on fire")),
+  );
 }
 
 Deno.test("an unexpected resolver failure is masked, logged with the request id", async () => {
@@ -421,6 +436,12 @@ Deno.test("an unexpected resolver failure is masked, logged with the request id"
     // Unaffected fields still answer, and the failure is not cached as a success.
     const years = await post(base, { query: "{ books { year } }" });
     assert.deepEqual(years.body, { data: { books: [{ year: 2000 }, { year: 2001 }] } });
+    // So does the address book's store failing: its field is null, the cause masked.
+    const address = await post(base, { query: "{ books { year } address(id: 1) { id } }" });
+    assert.equal(address.status, 200);
+    assert.deepEqual(address.body.data, { books: [{ year: 2000 }, { year: 2001 }], address: null });
+    assert.equal(address.body.errors[0].extensions.code, "internal");
+    assert.ok(!address.text.includes("disk on fire"));
     await new Promise((r) => setTimeout(r, 10));
     logger.flush();
     const logged = lines.filter((l) => l.msg === "graphql field failed") as {
@@ -429,7 +450,7 @@ Deno.test("an unexpected resolver failure is masked, logged with the request id"
       path: string;
       requestId: string;
     }[];
-    assert.equal(logged.length, 2);
+    assert.equal(logged.length, 3);
     assert.match(logged[0]!.error, /disk on fire/);
     assert.match(logged[0]!.stack, /get title/);
     assert.equal(logged[0]!.path, "books.1.title");

@@ -50,13 +50,16 @@ Deno.test("GET / links to every resource, and each link answers", async () => {
       "docs",
       "errors",
       "graphql",
+      "graphqlSchema",
       "grpc",
       "openapi",
       "self",
     ]);
     assert.equal(links.book.href, "/api/book/{id}");
     assert.equal(links.book.templated, true);
-    for (const name of ["self", "books", "addresses", "openapi", "docs", "errors"]) {
+    for (
+      const name of ["self", "books", "addresses", "openapi", "docs", "errors", "graphqlSchema"]
+    ) {
       const target = await fetch(`${base}${links[name].href}`);
       await target.body?.cancel();
       assert.equal(target.status, 200, name);

@@ -3,7 +3,7 @@ import { createLogger } from "../lib/log.ts";
 import { createEpisode } from "../store/kv/storage_episode.ts";
 import { startTestServer } from "./support/server.ts";
 import { untilStatus } from "./support/process.ts";
-import { addressBook } from "./support/requests.ts";
+import { addressBook, answerOf, graphql } from "./support/requests.ts";
 import { waitForLine } from "./support/logs.ts";
 
 /**
@@ -122,6 +122,20 @@ Deno.test("disk full under the store: 503 storage-unavailable with Retry-After, 
       assert.equal(response.headers.get("retry-after"), "5");
       assert.equal((await response.json()).errors[0].error, "storage-unavailable");
     }
+    // GraphQL's mutation fails as its field, with the same code and when to retry.
+    const mutation = await answerOf(
+      await graphql(base, {
+        query: "mutation ($input: AddressInput!) { createAddress(input: $input) { id } }",
+        variables: { input: B },
+      }),
+    );
+    assert.equal(mutation.status, 200);
+    assert.equal(mutation.body.data, null);
+    assert.deepEqual(mutation.body.errors[0].extensions, {
+      code: "storage-unavailable",
+      retryAfter: 5,
+    });
+    assert.match(mutation.body.errors[0].message, /disk full/);
     // Reads go on working.
     const read = await fetch(`${base}/addresses/${a.id}`);
     assert.equal(read.status, 200);
@@ -148,8 +162,8 @@ Deno.test("disk full under the store: 503 storage-unavailable with Retry-After, 
     assert.equal(started[0]!.error, "database or disk is full");
     const ended = server.logs.filter((l) => l.msg === "storage works again");
     assert.equal(ended.length, 1, "one line when it ends");
-    // Three POSTs, the PUT, the PATCH and the DELETE each failed one commit.
-    assert.equal(ended[0]!.failures, 6);
+    // Three POSTs, the PUT, the PATCH, the DELETE and the GraphQL create each failed one commit.
+    assert.equal(ended[0]!.failures, 7);
     assert.ok(server.logs.every((l) => l.stack === undefined), "no stack trace in the log");
     assert.ok(server.logs.every((l) => l.level !== "error" || l.msg === "storage failing"));
   } finally {

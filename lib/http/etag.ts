@@ -31,6 +31,17 @@ export function ifMatchHits(header: string, etag: string | undefined): boolean {
 }
 
 /**
+ * The precondition of a write with `If-Match` (strong comparison) on the stored version's
+ * versionstamp, in the store's form; none without `If-Match`.
+ */
+export function ifMatchPrecondition(
+  ifMatch: string | undefined,
+): ((versionstamp: string) => boolean) | undefined {
+  if (ifMatch === undefined) return undefined;
+  return (versionstamp) => ifMatchHits(ifMatch, versionEtag(versionstamp));
+}
+
+/**
  * True when `If-None-Match` matches `etag` (RFC 9110 13.1.2: weak comparison, so `W/` is
  * ignored; `*` matches any current representation).
  */

@@ -21,7 +21,7 @@ export function problemsFromIssues(target: string, issues: readonly ZodIssueLike
     const name = issue.path.map(String).join(".") || "(root)";
     if (target === "json") {
       const text = issue.message.includes("received undefined") ? "is required" : issue.message;
-      return { code: "invalid-field", detail: `Field "${name}": ${text}.` };
+      return { code: "invalid-field", detail: `Field "${name}": ${text}.`, field: name };
     }
     const where = target === "param"
       ? "Path parameter"

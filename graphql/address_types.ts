@@ -1,0 +1,151 @@
+import {
+  GraphQLBoolean,
+  type GraphQLFieldConfig,
+  GraphQLID,
+  type GraphQLInputFieldConfig,
+  GraphQLInputObjectType,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+} from "graphql";
+import {
+  ADDRESS_FIELD_NAMES,
+  ADDRESS_FIELDS,
+  type AddressField,
+  type AddressFieldName,
+} from "../lib/address.ts";
+import { versionEtag } from "../lib/http/etag.ts";
+import type { StoredAddress } from "../store/addresses/repository.ts";
+
+/**
+ * The address book's GraphQL types, built from the field table (lib/address.ts): a field added
+ * there appears in `Address`, `AddressInput` and `AddressPatch` without a change here, and the
+ * SDL served at `/graphql/schema.graphql` is printed from these types
+ * (tests/graphql_drift_test.ts compares both with the table).
+ */
+
+const FIELDS: Readonly<Record<AddressFieldName, AddressField>> = ADDRESS_FIELDS;
+
+// The members GraphQL adds to an address; a table field of the same name would be hidden.
+const ADDED = ["id", "etag"];
+for (const name of ADDED) {
+  if (name in FIELDS) throw new Error(`lib/address.ts defines ${name}, which GraphQL adds`);
+}
+
+const text = new GraphQLNonNull(GraphQLString);
+
+/** One config per table field, in the table's order. */
+function perField<T>(config: (field: AddressField, name: AddressFieldName) => T) {
+  return Object.fromEntries(ADDRESS_FIELD_NAMES.map((name) => [name, config(FIELDS[name], name)]));
+}
+
+/** A field's rules in words, after what it is (`Required.`): what an input's description says. */
+function rules(field: AddressField, what: string): string {
+  return `${what} ${field.description ?? `1 to ${field.maxLength} characters after trimming.`}`;
+}
+
+/** A stored address as answered: its id, its fields, its etag. */
+export const AddressType: GraphQLObjectType<StoredAddress> = new GraphQLObjectType<
+  StoredAddress
+>({
+  name: "Address",
+  description: "One of the caller's addresses, as `GET /addresses/{id}` answers it.",
+  fields: () => ({
+    id: {
+      type: new GraphQLNonNull(GraphQLID),
+      description: "The address's id (REST's integer id, as a string).",
+      resolve: (stored) => stored.address.id,
+    },
+    ...perField((field, name): GraphQLFieldConfig<StoredAddress, unknown> => ({
+      type: field.optional ? GraphQLString : text,
+      ...(field.description !== undefined && { description: field.description }),
+      resolve: (stored) =>
+        (stored.address as Partial<Record<AddressFieldName, string>>)[name] ?? null,
+    })),
+    etag: {
+      type: text,
+      description: "The strong entity tag of the stored version, exactly as REST's `ETag` " +
+        'header, quotes included (`"…"`): send it as `ifMatch` here, or as `If-Match` over REST.',
+      resolve: (stored) => versionEtag(stored.versionstamp),
+    },
+  }),
+});
+
+/** The input of `createAddress` and `replaceAddress`: REST's `AddressInput`. */
+export const AddressInputType = new GraphQLInputObjectType({
+  name: "AddressInput",
+  description: "An address as a create or a replace gives it (REST's `AddressInput`).",
+  fields: () =>
+    perField((field): GraphQLInputFieldConfig => ({
+      type: field.optional ? GraphQLString : text,
+      description: rules(field, field.optional ? "Optional." : "Required."),
+    })),
+});
+
+/**
+ * The input of `updateAddress`: a JSON Merge Patch (RFC 7396, REST's `AddressMergePatch`). Every
+ * field is nullable so that `null` can be said: it removes an optional field and is
+ * `invalid-field` on a required one, as over REST.
+ */
+export const AddressPatchType = new GraphQLInputObjectType({
+  name: "AddressPatch",
+  description: "A JSON Merge Patch of an address (RFC 7396, REST's `AddressMergePatch`): a " +
+    "field sent replaces the stored one, a field left out keeps it, `null` removes an " +
+    "optional one and is `invalid-field` on a required one.",
+  fields: () =>
+    perField((field): GraphQLInputFieldConfig => ({
+      type: GraphQLString,
+      description: rules(
+        field,
+        field.optional ? "Optional: `null` removes it." : "Required: `null` is `invalid-field`.",
+      ),
+    })),
+});
+
+/** One address of a page and the cursor that resumes after it. */
+export interface AddressEdge {
+  cursor: string;
+  node: StoredAddress;
+}
+
+/** A page of the caller's addresses (a Relay cursor connection). */
+export interface AddressPageOut {
+  edges: AddressEdge[];
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+}
+
+const AddressEdgeType = new GraphQLObjectType<AddressEdge>({
+  name: "AddressEdge",
+  fields: {
+    cursor: {
+      type: text,
+      description: "Resumes the listing after this address (REST's `cursor`).",
+    },
+    node: { type: new GraphQLNonNull(AddressType) },
+  },
+});
+
+const PageInfoType = new GraphQLObjectType({
+  name: "PageInfo",
+  fields: {
+    hasNextPage: { type: new GraphQLNonNull(GraphQLBoolean) },
+    endCursor: {
+      type: GraphQLString,
+      description: "The last edge's cursor; null on an empty page. While `hasNextPage`, it is " +
+        "REST's `nextCursor`.",
+    },
+  },
+});
+
+/** The `addresses` answer. */
+export const AddressConnectionType = new GraphQLObjectType<AddressPageOut>({
+  name: "AddressConnection",
+  description: "A page of the caller's addresses by ascending id (a Relay cursor connection).",
+  fields: {
+    edges: {
+      type: new GraphQLNonNull(new GraphQLList(new GraphQLNonNull(AddressEdgeType))),
+    },
+    pageInfo: { type: new GraphQLNonNull(PageInfoType) },
+  },
+});

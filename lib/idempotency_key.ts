@@ -1,0 +1,11 @@
+import { z } from "@hono/zod-openapi";
+
+/**
+ * An Idempotency-Key (IETF httpapi draft): 1 to 255 visible ASCII characters. One rule for every
+ * style that takes one (REST's header, GraphQL's `idempotencyKey` argument); the store scopes a
+ * key to its owner, so the same key replays the same creation whichever style sent it.
+ */
+export const IdempotencyKeySchema = z.string().regex(
+  /^[\x21-\x7e]{1,255}$/,
+  "must be 1 to 255 visible ASCII characters",
+);
