@@ -202,6 +202,11 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
 export interface Problem {
   code: ErrorCode;
   detail: string;
+  /**
+   * The one input the problem is about, as the protocol that refused it names it (a JSON
+   * member, a parameter, a protobuf field path); absent when it is not about one input.
+   */
+  field?: string;
 }
 
 /** An expected, mapped failure. Carries one or more problems that share one HTTP status. */
@@ -221,11 +226,16 @@ export class AppError extends Error {
       retryAfter?: number;
       headers?: Record<string, string>;
       cause?: unknown;
+      /** The input the first problem is about (`Problem.field`). */
+      field?: string;
     } = {},
   ) {
     super(detail, { cause: options.cause });
     this.name = "AppError";
-    this.problems = [{ code, detail }, ...(options.more ?? [])];
+    const first: Problem = options.field === undefined
+      ? { code, detail }
+      : { code, detail, field: options.field };
+    this.problems = [first, ...(options.more ?? [])];
     this.status = ERROR_DEFINITIONS[code].status;
     this.retryAfter = options.retryAfter;
     this.headers = options.headers ?? {};
@@ -241,7 +251,7 @@ export class AppError extends Error {
 export function appErrorFromProblems(problems: Problem[]): AppError {
   const [first, ...rest] = problems;
   if (!first) throw new TypeError("appErrorFromProblems needs at least one problem");
-  return new AppError(first.code, first.detail, { more: rest });
+  return new AppError(first.code, first.detail, { more: rest, field: first.field });
 }
 
 /** The translated user message for a code. */

@@ -46,13 +46,23 @@ export const IdParamSchema = z.object({
     }),
 });
 
+/** Addresses on a page of a listing when the request does not say (REST `limit`, gRPC `page_size`). */
+export const DEFAULT_PAGE_LIMIT = 50;
+/** Most addresses on a page; a request for more is refused (`invalid-parameter`). */
+export const MAX_PAGE_LIMIT = 500;
+const PAGE_LIMIT_RULE = `must be an integer from 1 to ${MAX_PAGE_LIMIT}`;
+
 /** Query of GET /addresses. */
 export const AddressListQuerySchema = z.object({
-  limit: z.string().regex(/^[0-9]{1,4}$/, "must be an integer from 1 to 500")
+  limit: z.string().regex(/^[0-9]{1,4}$/, PAGE_LIMIT_RULE)
     .transform(Number)
-    .refine((n) => n >= 1 && n <= 500, "must be an integer from 1 to 500")
+    .refine((n) => n >= 1 && n <= MAX_PAGE_LIMIT, PAGE_LIMIT_RULE)
     .optional()
-    .openapi({ param: { name: "limit", in: "query" }, type: "integer", example: 50 }),
+    .openapi({
+      param: { name: "limit", in: "query" },
+      type: "integer",
+      example: DEFAULT_PAGE_LIMIT,
+    }),
   cursor: z.string().max(200).optional().openapi({ param: { name: "cursor", in: "query" } }),
 });
 

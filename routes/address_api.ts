@@ -23,10 +23,13 @@ import {
 import {
   AddressListQuerySchema,
   AddressPageSchema,
+  DEFAULT_PAGE_LIMIT,
   errorResponse,
   IdParamSchema,
+  MAX_PAGE_LIMIT,
 } from "../lib/schemas.ts";
 import { byReference } from "./json_body.ts";
+import { IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE } from "../lib/idempotency_key.ts";
 
 /** The routes of the address book as OpenAPI operations (validation and documentation). */
 
@@ -45,15 +48,12 @@ const jsonBody = {
   },
 } as const;
 
-/** Idempotency-Key (IETF httpapi draft): 1 to 255 visible ASCII characters. */
-export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-
 const IfMatchHeaderSchema = z.object({ "if-match": IfMatchSchema });
 
 /** The headers of POST /addresses. */
 export const CreateHeaderSchema = z.object({
   "idempotency-key": z.string()
-    .regex(IDEMPOTENCY_KEY_PATTERN, "must be 1 to 255 visible ASCII characters")
+    .regex(IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE)
     .optional()
     .openapi({
       param: { name: "idempotency-key", in: "header" },
@@ -124,7 +124,8 @@ export const listAddresses = createRoute({
   operationId: "listAddresses",
   tags: ["addresses"],
   summary: "List the caller's addresses by ascending id, one page at a time",
-  description: "At most `limit` (default 50, at most 500) of the caller's addresses after " +
+  description: `At most \`limit\` (default ${DEFAULT_PAGE_LIMIT}, at most ${MAX_PAGE_LIMIT}) of ` +
+    "the caller's addresses after " +
     "`cursor`, ascending id. `nextCursor` is the opaque cursor of the next page, `null` on the " +
     "last. Needs the scope `addresses:read` when authentication is on.",
   request: { query: AddressListQuerySchema },

@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ADDRESS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
-import { ifMatchHits, versionEtag } from "../lib/http/etag.ts";
+import { ifMatchCondition, versionEtag } from "../lib/http/etag.ts";
 import {
   addressResponseType,
   isVersion2,
@@ -10,11 +10,12 @@ import {
   negotiateJson,
 } from "../lib/http/negotiate.ts";
 import { type Address, mergePatch } from "../lib/address.ts";
-import type { AddressStore, Precondition, StoredAddress } from "../store/addresses/repository.ts";
+import type { AddressStore, StoredAddress } from "../store/addresses/repository.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
 import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
 import { ADDRESSES_PATH } from "../lib/paths.ts";
+import { DEFAULT_PAGE_LIMIT } from "../lib/schemas.ts";
 import {
   createAddress,
   CreateHeaderSchema,
@@ -24,12 +25,6 @@ import {
   patchAddress,
   putAddress,
 } from "./address_api.ts";
-
-/** The store's precondition of a write with `If-Match` (strong comparison); none without. */
-function expectedBy(ifMatch: string | undefined): Precondition | undefined {
-  if (ifMatch === undefined) return undefined;
-  return (versionstamp) => ifMatchHits(ifMatch, versionEtag(versionstamp));
-}
 
 // The request id and nosniff are in the headers built here: the edge adding them to a finished
 // Response would cost Deno.serve its fast path.
@@ -89,7 +84,10 @@ export function addressRoutes(
   app.openapi(listAddresses, async (c) => {
     const type = negotiateJson(c.req.header("accept"));
     const { limit, cursor } = c.req.valid("query");
-    const page = await addresses.list(c.get("caller").owner, { limit: limit ?? 50, cursor });
+    const page = await addresses.list(c.get("caller").owner, {
+      limit: limit ?? DEFAULT_PAGE_LIMIT,
+      cursor,
+    });
     const body = { addresses: page.items.map((s) => s.address), nextCursor: page.nextCursor };
     return preEncoded(
       new Response(JSON.stringify(body), {
@@ -118,7 +116,7 @@ export function addressRoutes(
   app.openapi(putAddress, async (c) => {
     const type = writeType(c);
     const { id } = c.req.valid("param");
-    const expected = expectedBy(c.req.valid("header")["if-match"]);
+    const expected = ifMatchCondition(c.req.valid("header")["if-match"]);
     const owner = c.get("caller").owner;
     const input = c.req.valid("json");
     const v2 = isVersion2(c.req.header("accept"), c.req.header("content-type"));
@@ -135,14 +133,14 @@ export function addressRoutes(
     const { id } = c.req.valid("param");
     const patch = c.req.valid("json");
     const change = (current: Address) => mergePatch(current, patch);
-    const expected = expectedBy(c.req.valid("header")["if-match"]);
+    const expected = ifMatchCondition(c.req.valid("header")["if-match"]);
     const stored = await addresses.patch(c.get("caller").owner, id, change, expected);
     return preEncoded(addressJson(c, stored, 200, type));
   });
 
   app.openapi(deleteAddress, async (c) => {
     const { id } = c.req.valid("param");
-    const expected = expectedBy(c.req.valid("header")["if-match"]);
+    const expected = ifMatchCondition(c.req.valid("header")["if-match"]);
     await addresses.delete(c.get("caller").owner, id, expected);
     return preEncoded(new Response(null, { status: 204 }));
   });

@@ -31,6 +31,17 @@ export function ifMatchHits(header: string, etag: string | undefined): boolean {
 }
 
 /**
+ * The condition of a write with this `If-Match` (or gRPC `etag`) on the version with a given KV
+ * versionstamp (strong comparison, `ifMatchHits`); undefined without one: unconditional.
+ */
+export function ifMatchCondition(
+  ifMatch: string | undefined,
+): ((versionstamp: string) => boolean) | undefined {
+  if (ifMatch === undefined) return undefined;
+  return (versionstamp) => ifMatchHits(ifMatch, versionEtag(versionstamp));
+}
+
+/**
  * True when `If-None-Match` matches `etag` (RFC 9110 13.1.2: weak comparison, so `W/` is
  * ignored; `*` matches any current representation).
  */

@@ -21,14 +21,18 @@ export function problemsFromIssues(target: string, issues: readonly ZodIssueLike
     const name = issue.path.map(String).join(".") || "(root)";
     if (target === "json") {
       const text = issue.message.includes("received undefined") ? "is required" : issue.message;
-      return { code: "invalid-field", detail: `Field "${name}": ${text}.` };
+      return { code: "invalid-field", detail: `Field "${name}": ${text}.`, field: name };
     }
     const where = target === "param"
       ? "Path parameter"
       : target === "query"
       ? "Query parameter"
       : "Header";
-    return { code: "invalid-parameter", detail: `${where} "${name}" ${issue.message}.` };
+    return {
+      code: "invalid-parameter",
+      detail: `${where} "${name}" ${issue.message}.`,
+      field: name,
+    };
   });
 }
 
