@@ -5,29 +5,29 @@ import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import { AppError } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { AppEnv } from "../../lib/http/hono_env.ts";
-import type { BookStore } from "../../store/books.ts";
 import { gateKey, requestIdKey } from "./interceptor.ts";
-import { appRoutes, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
+import { callerKey } from "./caller.ts";
+import { appRoutes, type AppStores, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
 import { requires } from "../../security/access.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
 import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
 /**
  * Serves the application services over Connect and gRPC-Web on the main HTTP port, at
- * `/books.v1.BooksService/books`. Native gRPC is not offered here: it ends every response with
+ * `/books.v1.BooksService/books` and `/addresses.v1.AddressService/…`. Native gRPC is not offered here: it ends every response with
  * HTTP trailers, which a fetch-based server (Deno.serve) cannot send, so it lives on the gRPC
  * listener. Each procedure is an ordinary Hono route, so 404 and 405 (with `Allow`) for its
  * path come from the app's own route table.
  */
 export function rpcRoutes(
   app: OpenAPIHono<AppEnv>,
-  deps: { books: BookStore; logger: Logger },
+  deps: AppStores & { logger: Logger },
 ): void {
   const router = createConnectRouter({
     grpc: false,
     ...handlerOptions({ logger: deps.logger, accessLog: false }),
   });
-  withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps.books)))(router);
+  withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps)))(router);
   for (const handler of router.handlers) {
     const access = rpcAccess(procedureOf(handler.service, handler.method));
     if (access === "authenticated") {
@@ -49,6 +49,7 @@ export function rpcRoutes(
         signal: disconnectSignal(c.env?.info),
         contextValues: createContextValues()
           .set(requestIdKey, c.get("requestId"))
+          .set(callerKey, c.get("caller"))
           .set(gateKey, refusal === undefined ? undefined : { ok: false, error: refusal }),
       });
       if (response.body === undefined) refuseBare(response.status, request);
