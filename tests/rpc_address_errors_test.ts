@@ -5,6 +5,7 @@
  * scopes, rate limit) and ownership across styles.
  */
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import { Code, type ConnectError, type Transport } from "@connectrpc/connect";
 import { BadRequestSchema } from "../rpc/gen/google/rpc/error_details_pb.ts";
 import { GRPC_CODE_OF } from "../rpc/connect/errors.ts";
@@ -24,7 +25,11 @@ import {
   addressClient,
   connectTransport,
   errorInfo,
+  type GrpcJsAnswer,
+  grpcJsClient,
+  grpcJsErrorInfo,
   grpcTransport,
+  rawSession,
   rpcFailure,
 } from "./support/rpc_clients.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
@@ -300,6 +305,34 @@ Deno.test("the gate per call: tokens, scopes and ownership across styles", async
     ["HTTP port", connectTransport(server.httpUrl, "1.1")],
   ];
   try {
+    await t.step("a method no service has: the refusal carries ErrorInfo too", async () => {
+      const path = "/addresses.v1.AddressService/PurgeAll";
+      using grpcJs = grpcJsClient(server.grpcUrl!, { service: [] });
+      const answer = await new Promise<GrpcJsAnswer<unknown>>((resolve) =>
+        grpcJs.makeUnaryRequest(
+          path,
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          Buffer.alloc(0),
+          (e) => resolve({ code: e!.code, error: e, response: undefined, metadata: e!.metadata }),
+        )
+      );
+      assert.equal(answer.code, Code.Unauthenticated);
+      assert.equal(grpcJsErrorInfo(answer)?.reason, "unauthorized");
+      using session = rawSession(server.grpcUrl!);
+      const req = session.request({ ":method": "POST", ":path": path, ...JSON_TYPE });
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      const status = await new Promise((resolve) =>
+        req.on("response", (h) => resolve(h[":status"]))
+      );
+      await new Promise((resolve) => req.on("end", resolve).end("{}"));
+      const body = JSON.parse(Buffer.concat(chunks).toString());
+      assert.equal(status, 401);
+      assert.equal(body.code, "unauthenticated");
+      assert.deepEqual(body.details.map((d: { type: string }) => d.type), ["google.rpc.ErrorInfo"]);
+    });
+
     for (const [port, transport] of ports) {
       const client = addressClient(transport);
       const as = (token: string) => ({ headers: bearer(token) });

@@ -84,6 +84,13 @@ export function errorDetails(error: AppError): ErrorDetails {
   return details;
 }
 
+/** An application error as a gRPC status: its code's status, detail, metadata and details. */
+export function appConnectError(error: AppError): ConnectError {
+  const metadata = new Headers(errorMetadata(error));
+  const detail = error.problems.map((p) => p.detail).join(" ");
+  return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, errorDetails(error), error);
+}
+
 /** Where the failure happened, for the log line of an unexpected error. */
 export interface ErrorContext {
   logger: Logger;
@@ -99,12 +106,7 @@ export interface ErrorContext {
  */
 export function toConnectError(error: unknown, context: ErrorContext): ConnectError {
   if (error instanceof ConnectError) return error;
-  if (error instanceof AppError) {
-    const metadata = new Headers(errorMetadata(error));
-    const detail = error.problems.map((p) => p.detail).join(" ");
-    const details = errorDetails(error);
-    return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, details, error);
-  }
+  if (error instanceof AppError) return appConnectError(error);
   context.logger.error("unhandled error", {
     requestId: context.requestId,
     procedure: context.procedure,

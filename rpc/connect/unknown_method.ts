@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { Code } from "@connectrpc/connect";
-import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { AppError } from "../../lib/errors.ts";
-import { errorMetadata, GRPC_CODE_OF } from "./errors.ts";
+import { appConnectError, errorMetadata } from "./errors.ts";
 import type { Decision } from "../../security/gate.ts";
 import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
 import { isGrpcMediaType, mediaTypeOf } from "../../lib/http/media_type.ts";
@@ -72,18 +73,27 @@ export function unknownMethod(
  * trailers-only for gRPC and gRPC-Web, Connect's JSON error, else the error's HTTP status.
  */
 export function refuseCall(req: RequestLike, res: ResponseLike, error: AppError): void {
+  const rendered = appConnectError(error);
   answer(req, res, {
-    code: GRPC_CODE_OF[error.code],
-    message: error.problems.map((p) => p.detail).join(" "),
+    code: rendered.code,
+    message: rendered.rawMessage,
     status: error.status,
     headers: errorMetadata(error),
+    details: rendered,
   });
 }
 
 function answer(
   req: RequestLike,
   res: ResponseLike,
-  error: { code: Code; message: string; status: number; headers: Record<string, string> },
+  error: {
+    code: Code;
+    message: string;
+    status: number;
+    headers: Record<string, string>;
+    /** The error with its details (google.rpc.ErrorInfo), as a service's error carries them. */
+    details?: ConnectError;
+  },
 ): void {
   const { code, message } = error;
   const type = mediaTypeOf(req.headers["content-type"]);
@@ -93,6 +103,10 @@ function answer(
       "content-type": type,
       "grpc-status": String(code),
       "grpc-message": percentEncode(message),
+      ...(error.details && {
+        "grpc-status-details-bin": setTrailerStatus(new Headers(), error.details)
+          .get("grpc-status-details-bin")!,
+      }),
     };
     // "Trailers-only" must be one HEADERS frame that ends the stream; grpc-js reports a missing
     // status otherwise. The compatibility API's writeHead()+end() sends two frames.
@@ -106,7 +120,11 @@ function answer(
   if (type !== undefined && CONNECT_TYPES.has(type)) {
     const status = code === Code.Unimplemented ? 404 : codeToHttpStatus(code);
     res.writeHead(status, { ...error.headers, "content-type": "application/json" });
-    res.end(JSON.stringify({ code: codeToName(code), message }));
+    const body = error.details ? errorToJson(error.details, undefined) : {
+      code: codeToName(code),
+      message,
+    };
+    res.end(JSON.stringify(body));
     return;
   }
   res.writeHead(error.status, { ...error.headers, "content-type": "text/plain; charset=utf-8" });
