@@ -5,6 +5,8 @@
  * auth and the REST comparison of bad input: rpc_address_errors_test.ts.
  */
 import assert from "node:assert/strict";
+import { fromBinary } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import * as protoLoader from "@grpc/proto-loader";
 import {
@@ -168,6 +170,15 @@ Deno.test("@grpc/grpc-js calls AddressService from the .proto and from server re
     ],
   ];
   try {
+    await t.step("reflection also describes the error details a status carries", async () => {
+      const set = fromBinary(
+        FileDescriptorSetSchema,
+        await schemaByReflection(new URL(server.grpcUrl!).host, "google.rpc.ErrorInfo"),
+      );
+      assert.equal(set.file[0]?.name, "google/rpc/error_details.proto");
+      assert.ok(set.file[0]?.messageType.some((m) => m.name === "BadRequest"));
+    });
+
     for (const [from, definition] of definitions) {
       await t.step(`schema from ${from}`, async () => {
         using client = grpcJsClient(server.grpcUrl!, {

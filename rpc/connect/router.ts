@@ -8,6 +8,7 @@ import { booksService } from "./books_service.ts";
 import { addressService } from "./address_service.ts";
 import { BooksService } from "../gen/books/v1/books_pb.ts";
 import { AddressService } from "../gen/addresses/v1/addresses_pb.ts";
+import { file_google_rpc_error_details } from "../gen/google/rpc/error_details_pb.ts";
 import { Health } from "../gen/grpc/health/v1/health_pb.ts";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.ts";
@@ -95,7 +96,11 @@ export function appRoutes(stores: AppStores): (router: ConnectRouter) => void {
 export function grpcListenerRoutes(
   deps: AppStores & { health: HealthState },
 ): (router: ConnectRouter) => void {
-  const reflection = reflectionServices([...APP_SERVICES, ...STANDARD_SERVICES]);
+  // Generic clients (grpcurl, buf curl) decode an error's details with the types found here.
+  const reflection = reflectionServices(
+    [...APP_SERVICES, ...STANDARD_SERVICES],
+    [file_google_rpc_error_details],
+  );
   return withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded((router) => {
     appRoutes(deps)(router);
     router.service(Health, healthService(deps.health));
