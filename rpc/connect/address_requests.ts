@@ -74,7 +74,7 @@ function invalidAddress(issues: readonly ZodIssueLike[]): AppError {
 }
 
 /** The `invalid-parameter` error of a request field. */
-function invalidField(field: string, rule: string): AppError {
+function invalidParameter(field: string, rule: string): AppError {
   return new AppError("invalid-parameter", `Field "${field}" ${rule}.`, { field });
 }
 
@@ -106,7 +106,9 @@ export function addressPatch(
 function maskedFields(message: Address | undefined, paths: readonly string[]): AddressFieldName[] {
   if (paths.length === 0) return Object.keys(fieldsSet(message)) as AddressFieldName[];
   if (paths.includes("*")) {
-    if (paths.length > 1) throw invalidField("update_mask", "may not name other paths with `*`");
+    if (paths.length > 1) {
+      throw invalidParameter("update_mask", "may not name other paths with `*`");
+    }
     return [...ADDRESS_FIELD_NAMES];
   }
   const names = new Set<AddressFieldName>();
@@ -115,7 +117,7 @@ function maskedFields(message: Address | undefined, paths: readonly string[]): A
     const name = BY_PROTO_NAME.get(path);
     if (name === undefined) {
       const fields = [...BY_PROTO_NAME.keys()].join(", ");
-      throw invalidField(
+      throw invalidParameter(
         "update_mask",
         `names ${JSON.stringify(path.slice(0, 100))}, which is not a field of Address (${fields})`,
       );
@@ -128,21 +130,21 @@ function maskedFields(message: Address | undefined, paths: readonly string[]): A
 /** An address id: from 1 to 2^53 - 1, as REST's path takes. */
 export function addressId(id: bigint): number {
   if (id >= 1n && id <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(id);
-  throw invalidField("id", "must be a positive integer of at most 2^53 - 1");
+  throw invalidParameter("id", "must be a positive integer of at most 2^53 - 1");
 }
 
 /** The store's precondition of an `etag`, as REST's `If-Match`; none when empty. */
 export function etagCondition(etag: string): Precondition | undefined {
   if (etag === "") return undefined;
   const checked = IfMatchSchema.safeParse(etag);
-  if (!checked.success) throw invalidField("etag", checked.error.issues[0]!.message);
+  if (!checked.success) throw invalidParameter("etag", checked.error.issues[0]!.message);
   return ifMatchCondition(etag);
 }
 
 /** A create's `request_id`: REST's Idempotency-Key; none when empty. */
 export function requestId(id: string): string | undefined {
   if (id === "") return undefined;
-  if (!IDEMPOTENCY_KEY_PATTERN.test(id)) throw invalidField("request_id", IDEMPOTENCY_KEY_RULE);
+  if (!IDEMPOTENCY_KEY_PATTERN.test(id)) throw invalidParameter("request_id", IDEMPOTENCY_KEY_RULE);
   return id;
 }
 
@@ -156,7 +158,10 @@ export function pageOf(request: { pageSize: number; pageToken: string }): {
 } {
   const { pageSize, pageToken } = request;
   if (pageSize < 0 || pageSize > MAX_PAGE_LIMIT) {
-    throw invalidField("page_size", `must be from 0 (${DEFAULT_PAGE_LIMIT}) to ${MAX_PAGE_LIMIT}`);
+    throw invalidParameter(
+      "page_size",
+      `must be from 0 (${DEFAULT_PAGE_LIMIT}) to ${MAX_PAGE_LIMIT}`,
+    );
   }
   return {
     limit: pageSize || DEFAULT_PAGE_LIMIT,
@@ -166,7 +171,7 @@ export function pageOf(request: { pageSize: number; pageToken: string }): {
 
 /** The error of a `page_token` the store did not take (not one this server issued). */
 export function invalidPageToken(): AppError {
-  return invalidField("page_token", "is not a next_page_token this server issued");
+  return invalidParameter("page_token", "is not a next_page_token this server issued");
 }
 
 /** A stored address as AddressService answers it, with REST's ETag as its `etag`. */
