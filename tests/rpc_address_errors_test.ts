@@ -204,13 +204,14 @@ Deno.test("preconditions, field masks and request ids", async (t) => {
       const stale = address.etag;
       for (
         const call of [
-          client.replaceAddress({ id: address.id, address: EXAMPLE_INPUT, etag: stale }),
-          client.updateAddress({ id: address.id, address: { city: "Köln" }, etag: stale }),
-          client.deleteAddress({ id: address.id, etag: stale }),
-          client.updateAddress({ id: address.id, address: { city: "Köln" }, etag: `W/${stale}` }),
+          () => client.replaceAddress({ id: address.id, address: EXAMPLE_INPUT, etag: stale }),
+          () => client.updateAddress({ id: address.id, address: { city: "Köln" }, etag: stale }),
+          () => client.deleteAddress({ id: address.id, etag: stale }),
+          () =>
+            client.updateAddress({ id: address.id, address: { city: "Köln" }, etag: `W/${stale}` }),
         ]
       ) {
-        assertCode(await rpcFailure(call), "precondition-failed");
+        assertCode(await rpcFailure(call()), "precondition-failed");
       }
       // REST's If-Match rules: a list, `*`.
       const listed = await client.updateAddress({
@@ -354,12 +355,12 @@ Deno.test("the gate per call: tokens, scopes and ownership across styles", async
         assert.equal((await bobRest.delete(id)).status, 404);
         for (
           const call of [
-            client.getAddress({ id: mine.id }, as(bob)),
-            client.updateAddress({ id: mine.id, address: { city: "Bonn" } }, as(bob)),
-            client.deleteAddress({ id: mine.id }, as(bob)),
+            () => client.getAddress({ id: mine.id }, as(bob)),
+            () => client.updateAddress({ id: mine.id, address: { city: "Bonn" } }, as(bob)),
+            () => client.deleteAddress({ id: mine.id }, as(bob)),
           ]
         ) {
-          assertCode(await rpcFailure(call), "address-not-found");
+          assertCode(await rpcFailure(call()), "address-not-found");
         }
         // Replacing another owner's id creates the caller's own address (version 1 PUT).
         const bobs = await client.replaceAddress({ id: mine.id, address: EXAMPLE_INPUT }, as(bob));
