@@ -23,17 +23,17 @@ export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /** The application services (both ports) and the standard ones (gRPC listener only). */
 export const APP_SERVICES = [BooksService, AddressService] as const;
+export const STANDARD_SERVICES = [
+  Health,
+  reflectionV1.ServerReflection,
+  reflectionV1alpha.ServerReflection,
+] as const;
 
 /** What the application services serve from. */
 export interface AppStores {
   books: BookStore;
   addresses: AddressStore;
 }
-export const STANDARD_SERVICES = [
-  Health,
-  reflectionV1.ServerReflection,
-  reflectionV1alpha.ServerReflection,
-] as const;
 
 /**
  * What each call needs from its caller (security/access.ts), declared with the services: the
