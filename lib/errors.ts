@@ -202,7 +202,10 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
 export interface Problem {
   code: ErrorCode;
   detail: string;
-  /** The input field it concerns (`postalCode`), for protocols that name it apart from the text. */
+  /**
+   * The one input the problem is about, as the protocol that refused it names it (a JSON
+   * member, a parameter, a protobuf field path); absent when it is not about one input.
+   */
   field?: string;
 }
 
@@ -223,7 +226,7 @@ export class AppError extends Error {
       retryAfter?: number;
       headers?: Record<string, string>;
       cause?: unknown;
-      /** The input field the first problem concerns. */
+      /** The input the first problem is about (`Problem.field`). */
       field?: string;
     } = {},
   ) {

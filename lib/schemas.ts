@@ -61,7 +61,11 @@ export const AddressListQuerySchema = z.object({
     .transform(Number)
     .refine(isPageSize, PAGE_SIZE_RULE)
     .optional()
-    .openapi({ param: { name: "limit", in: "query" }, type: "integer", example: 50 }),
+    .openapi({
+      param: { name: "limit", in: "query" },
+      type: "integer",
+      example: PAGE_SIZE.default,
+    }),
   cursor: z.string().max(200).optional().openapi({ param: { name: "cursor", in: "query" } }),
 });
 

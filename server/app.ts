@@ -93,7 +93,11 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     results: deps.graphqlCaches?.results,
     documents: deps.graphqlCaches?.documents,
   });
-  rpcRoutes(app, { books: deps.store.books, logger: deps.logger });
+  rpcRoutes(app, {
+    books: deps.store.books,
+    addresses: deps.store.addresses,
+    logger: deps.logger,
+  });
 
   registerSharedResponses(app.openAPIRegistry);
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {

@@ -15,6 +15,7 @@ import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
 import { kvLabel } from "../store/kv/label.ts";
 import { openStorage } from "../store/storage.ts";
 import type { BookStore } from "../store/books.ts";
+import type { AddressStore } from "../store/addresses/repository.ts";
 import type { StorageHealth } from "../store/kv/storage_health.ts";
 
 /** The caches of the HTTP side. */
@@ -30,6 +31,8 @@ export interface Edge {
   /** The whole HTTP side: answers in front of the router, then the app. */
   handler: Handler;
   books: BookStore;
+  /** The address book (an inline gRPC listener serves it too). */
+  addresses: AddressStore;
   /** Authentication and rate limits, when configured (the gRPC listener uses it too). */
   gate: Gate | undefined;
   /** The KV handle as opened (closed last). */
@@ -100,5 +103,5 @@ export async function openEdge(
     graphqlResults: graphqlCaches.stats.results,
     tokens: config.auth === undefined ? undefined : tokens,
   };
-  return { handler, books, gate, kv, caches, storage };
+  return { handler, books, addresses: store.addresses, gate, kv, caches, storage };
 }

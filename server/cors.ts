@@ -25,8 +25,11 @@ export const CORS_EXPOSE_HEADERS = [
   "retry-after",
   "ratelimit",
   "ratelimit-policy",
+  "idempotent-replayed",
   "grpc-status",
   "grpc-message",
+  // A trailers-only error's details (google.rpc.ErrorInfo), read by gRPC-Web clients.
+  "grpc-status-details-bin",
 ];
 
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];

@@ -43,6 +43,21 @@ function urlOf(addr: Deno.NetAddr): string {
   return `http://${host}:${addr.port}`;
 }
 
+/**
+ * Whether the gRPC listener runs in its own process (`GRPC_ISOLATION=process`). The child opens
+ * the same KV for the address book, which `:memory:` (or the platform's KV) cannot be: then the
+ * listener runs in this process, and the log says so once.
+ */
+function isolateGrpc(config: Config, logger: Logger): boolean {
+  if (config.grpcIsolation === "inline") return false;
+  if (!config.kvPlatform && config.kvPath !== ":memory:") return true;
+  logger.warn("grpc listener runs in this process", {
+    reason: "a KV in memory cannot be shared with a child process",
+    hint: "set KV_PATH to a file for GRPC_ISOLATION=process",
+  });
+  return false;
+}
+
 /** The long-lived process (`deno task start`): opens storage, starts both listeners. */
 export async function startServer(
   config: Config,
@@ -57,7 +72,7 @@ export async function startServer(
   let listening = false;
   let grpcServing = () => true;
   let httpServing = () => true;
-  const { handler, books, gate, kv, storage, caches } = await openEdge(config, logger, {
+  const { handler, books, addresses, gate, kv, storage, caches } = await openEdge(config, logger, {
     isListening: () => listening && httpServing() && grpcServing(),
     isShuttingDown: () => shuttingDown,
   }, options);
@@ -79,7 +94,7 @@ export async function startServer(
         tls: config.grpcTls,
         ...config.grpcConnections,
       };
-      grpc = config.grpcIsolation === "process"
+      grpc = isolateGrpc(config, logger)
         ? await startSupervisedGrpc(
           {
             ...listen,
@@ -89,11 +104,12 @@ export async function startServer(
             logFormat: logger.format,
             auth: config.auth,
             rateLimit: config.rateLimit,
+            maxAddressesPerOwner: config.maxAddressesPerOwner,
           },
           logger,
           { logToStdout, denoFlags: config.grpcChildFlags, books: books.list() },
         )
-        : await startGrpcListener(listen, { books, logger, gate });
+        : await startGrpcListener(listen, { books, addresses, logger, gate });
     } catch (error) {
       await http.shutdown();
       await storage.close();

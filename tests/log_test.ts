@@ -102,7 +102,9 @@ Deno.test("LOG_FORMAT=pretty: one readable line per event; a value that could br
 });
 
 Deno.test("LOG_FORMAT=pretty: the server and its gRPC child write readable lines, not on a terminal too", async () => {
-  const server = spawnMainOnFreePorts({ LOG_FORMAT: "pretty", KV_PATH: ":memory:" });
+  // A KV file, not `:memory:`: the gRPC child opens the same KV (else it would not run).
+  const dir = await Deno.makeTempDir({ prefix: "books-log-" });
+  const server = spawnMainOnFreePorts({ LOG_FORMAT: "pretty", KV_PATH: `${dir}/kv.sqlite3` });
   try {
     await waitFor(
       "the server to listen",
@@ -135,6 +137,7 @@ Deno.test("LOG_FORMAT=pretty: the server and its gRPC child write readable lines
     has(/ INFO {2}shutting down signal=SIGTERM$/);
   } finally {
     await server.stop();
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

@@ -77,8 +77,9 @@ Deno.test("an unexpected error is masked as INTERNAL and logged with its request
 });
 
 Deno.test("every application error code has a gRPC status matching its HTTP status", () => {
-  // The gRPC <-> HTTP mapping Connect documents; 405, 415 and 422 are not in it and map by
-  // meaning (a key reused with another body: the system is not in the state the call needs).
+  // The gRPC <-> HTTP mapping Connect documents; 405, 412, 415 and 422 are not in it and map by
+  // meaning (a key reused with another body: the system is not in the state the call needs; an
+  // etag that no longer matches: ABORTED, as AIP-154 says, the client re-reads and retries).
   // A quota is a 409 in HTTP (the caller's state conflicts) and RESOURCE_EXHAUSTED in gRPC,
   // whose definition names per-user quotas; 428 (confirmation missing) is a failed precondition.
   const byHttp: Record<number, Code[]> = {
@@ -89,7 +90,7 @@ Deno.test("every application error code has a gRPC status matching its HTTP stat
     405: [Code.Unimplemented],
     406: [Code.InvalidArgument],
     409: [Code.AlreadyExists, Code.Aborted, Code.ResourceExhausted],
-    412: [Code.FailedPrecondition],
+    412: [Code.Aborted],
     413: [Code.ResourceExhausted],
     415: [Code.InvalidArgument],
     422: [Code.FailedPrecondition],

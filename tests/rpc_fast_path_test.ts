@@ -7,6 +7,7 @@ import { booksResponse } from "../rpc/connect/books_service.ts";
 import { BooksResponseSchema } from "../rpc/gen/books/v1/books_pb.ts";
 import { startGrpcListener } from "../rpc/listener/grpc_listener.ts";
 import { createBookStore } from "../store/books.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
 import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
 
 interface Answer {
@@ -55,7 +56,12 @@ Deno.test("unary books calls answered on the stream match Connect's answers", as
       for (const line of text.split("\n")) if (line) logs.push(JSON.parse(line));
     },
   });
-  const listener = await startGrpcListener({ port: 0, host: "127.0.0.1" }, { books, logger });
+  using kv = await Deno.openKv(":memory:");
+  const addresses = openAddressStore(kv);
+  const listener = await startGrpcListener(
+    { port: 0, host: "127.0.0.1" },
+    { books, addresses, logger },
+  );
   // One connection for every step: see docs/grpc.md on Deno's node:http2 and closed connections.
   const session = http2.connect(listener.url);
   const expected = framed(toBinary(BooksResponseSchema, booksResponse(books.list())));

@@ -27,6 +27,7 @@ import {
 import { startTestServer } from "./support/server.ts";
 
 const SERVICES = [
+  "addresses.v1.AddressService",
   "books.v1.BooksService",
   "grpc.health.v1.Health",
   "grpc.reflection.v1.ServerReflection",

@@ -14,9 +14,18 @@ const PRETTY = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO |WARN |ERROR
 
 /** Runs `deno task <task>` on a pseudo-terminal until it listens, types Ctrl-C, and returns its lines. */
 async function onTerminal(task: string, env: Record<string, string> = {}): Promise<string[]> {
+  // A KV file, not `:memory:`: the gRPC child opens the same KV (else it would not run).
+  const dir = await Deno.makeTempDir({ prefix: "books-terminal-" });
   const process = spawnDeno(
     ["-qefc", `${Deno.execPath()} task ${task}`, "/dev/null"],
-    { PORT: "0", GRPC_PORT: "0", HOST: "127.0.0.1", KV_PATH: ":memory:", NO_COLOR: "1", ...env },
+    {
+      PORT: "0",
+      GRPC_PORT: "0",
+      HOST: "127.0.0.1",
+      KV_PATH: `${dir}/kv.sqlite3`,
+      NO_COLOR: "1",
+      ...env,
+    },
     ROOT,
     "script",
     true,
@@ -30,6 +39,7 @@ async function onTerminal(task: string, env: Record<string, string> = {}): Promi
     assert.equal(await process.exited, 0, process.output());
   } finally {
     await process.stop("SIGKILL");
+    await Deno.remove(dir, { recursive: true });
   }
   // The terminal echoes Ctrl-C as `^C`, ahead of whatever is written next.
   return process.output().replaceAll("^C", "").split(/\r?\n/).filter((line) => line !== "");

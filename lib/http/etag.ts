@@ -31,8 +31,8 @@ export function ifMatchHits(header: string, etag: string | undefined): boolean {
 }
 
 /**
- * The precondition of a write with `If-Match` (strong comparison) on the stored version's
- * versionstamp, in the store's form; none without `If-Match`.
+ * The precondition of a write with `If-Match` (or GraphQL's `ifMatch`, gRPC's `etag`; strong
+ * comparison) on the stored version's versionstamp, in the store's form; none without one.
  */
 export function ifMatchPrecondition(
   ifMatch: string | undefined,

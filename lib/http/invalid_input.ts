@@ -28,7 +28,11 @@ export function problemsFromIssues(target: string, issues: readonly ZodIssueLike
       : target === "query"
       ? "Query parameter"
       : "Header";
-    return { code: "invalid-parameter", detail: `${where} "${name}" ${issue.message}.` };
+    return {
+      code: "invalid-parameter",
+      detail: `${where} "${name}" ${issue.message}.`,
+      field: name,
+    };
   });
 }
 

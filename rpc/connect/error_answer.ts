@@ -6,6 +6,7 @@ import {
   endStreamFlag,
   errorToJsonBytes,
 } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { AppError } from "../../lib/errors.ts";
 import { isGrpcMediaType, mediaTypeOf } from "../../lib/http/media_type.ts";
 
@@ -42,12 +43,15 @@ export function rpcErrorAnswer(
 ): ErrorAnswer | undefined {
   const type = mediaTypeOf(contentType);
   if (isGrpcMediaType(type)) {
+    // Connect's own status fields (with `grpc-status-details-bin` for the error's details), then
+    // the message encoded as every gRPC client decodes it.
+    const status = setTrailerStatus(new Headers(), error);
     return {
       status: 200,
       headers: {
         ...metadataOf(error),
+        ...Object.fromEntries(status),
         "content-type": type,
-        "grpc-status": String(error.code),
         "grpc-message": percentEncode(error.rawMessage),
       },
       body: undefined,

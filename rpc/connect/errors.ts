@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AppError, type ErrorCode } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
+import { BadRequestSchema, ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.ts";
 
 /**
  * The gRPC status of every application error code. A Record so that a new code cannot be added
@@ -21,7 +22,8 @@ export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
   "id-taken": Code.AlreadyExists,
   "request-in-progress": Code.Aborted,
   "quota-exceeded": Code.ResourceExhausted,
-  "precondition-failed": Code.FailedPrecondition,
+  // AIP-154: an etag that no longer matches is ABORTED (re-read, then retry the change).
+  "precondition-failed": Code.Aborted,
   "precondition-required": Code.FailedPrecondition,
   "payload-too-large": Code.ResourceExhausted,
   "unsupported-media-type": Code.InvalidArgument,
@@ -50,6 +52,45 @@ export function errorMetadata(error: AppError): Record<string, string> {
   return metadata;
 }
 
+/** Details of a ConnectError, as it takes them (Connect-ES does not export the type). */
+type ErrorDetails = NonNullable<ConstructorParameters<typeof ConnectError>[3]>;
+
+/**
+ * `google.rpc.ErrorInfo.domain` of every error this server sends: the catalogue its `reason`
+ * codes come from (docs/errors.md). Stable: clients may match on it.
+ */
+export const ERROR_DOMAIN = "books-and-addresses";
+
+/**
+ * The details an application error travels with (google.rpc, decoded by any gRPC client that
+ * knows the types): `ErrorInfo` with the error code as `reason`, so a client reads the same code
+ * as REST's `errors[0].error`, and the first problem's field and the retry hint in `metadata`;
+ * and `BadRequest` with one violation per problem that names a field (REST's `errors` array).
+ */
+export function errorDetails(error: AppError): ErrorDetails {
+  const metadata: Record<string, string> = {};
+  const field = error.problems[0]!.field;
+  if (field !== undefined) metadata.field = field;
+  if (error.retryAfter !== undefined) metadata.retryAfterSeconds = String(error.retryAfter);
+  const details: ErrorDetails = [
+    { desc: ErrorInfoSchema, value: { reason: error.code, domain: ERROR_DOMAIN, metadata } },
+  ];
+  const violations = error.problems.flatMap((p) =>
+    p.field === undefined ? [] : [{ field: p.field, description: p.detail }]
+  );
+  if (violations.length > 0) {
+    details.push({ desc: BadRequestSchema, value: { fieldViolations: violations } });
+  }
+  return details;
+}
+
+/** An application error as a gRPC status: its code's status, detail, metadata and details. */
+export function appConnectError(error: AppError): ConnectError {
+  const metadata = new Headers(errorMetadata(error));
+  const detail = error.problems.map((p) => p.detail).join(" ");
+  return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, errorDetails(error), error);
+}
+
 /** Where the failure happened, for the log line of an unexpected error. */
 export interface ErrorContext {
   logger: Logger;
@@ -59,13 +100,13 @@ export interface ErrorContext {
 
 /**
  * Renders anything a handler threw as a gRPC status. Application errors keep their code (as the
- * `error-code` trailer) and developer detail; errors Connect raised itself (deadline, limits,
+ * `error-code` trailer and `ErrorInfo.reason`) and developer detail; errors Connect raised itself (deadline, limits,
  * bad input) pass through; anything else is logged with its stack and reaches the client only as
  * INTERNAL with the request id, so no internals leak.
  */
 export function toConnectError(error: unknown, context: ErrorContext): ConnectError {
   if (error instanceof ConnectError) return error;
-  if (error instanceof AppError) return appErrorToConnect(error);
+  if (error instanceof AppError) return appConnectError(error);
   context.logger.error("unhandled error", {
     requestId: context.requestId,
     procedure: context.procedure,
@@ -76,12 +117,6 @@ export function toConnectError(error: unknown, context: ErrorContext): ConnectEr
     `An unexpected error occurred (request id ${context.requestId}).`,
     Code.Internal,
     new Headers({ [ERROR_CODE_TRAILER]: "internal" }),
+    [{ desc: ErrorInfoSchema, value: { reason: "internal", domain: ERROR_DOMAIN } }],
   );
-}
-
-/** An application error as a gRPC status, its headers and code as metadata. */
-export function appErrorToConnect(error: AppError): ConnectError {
-  const metadata = new Headers(errorMetadata(error));
-  const detail = error.problems.map((p) => p.detail).join(" ");
-  return new ConnectError(detail, GRPC_CODE_OF[error.code], metadata, undefined, error);
 }

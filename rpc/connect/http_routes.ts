@@ -5,31 +5,31 @@ import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import { AppError } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { AppEnv } from "../../lib/http/hono_env.ts";
-import type { BookStore } from "../../store/books.ts";
 import { requestIdKey } from "./interceptor.ts";
-import { appErrorToConnect } from "./errors.ts";
+import { callerKey } from "./caller.ts";
+import { appConnectError } from "./errors.ts";
 import { rpcErrorAnswer } from "./error_answer.ts";
-import { appRoutes, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
+import { appRoutes, type AppStores, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
 import { requires } from "../../security/access.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
 import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
 /**
  * Serves the application services over Connect and gRPC-Web on the main HTTP port, at
- * `/books.v1.BooksService/books`. Native gRPC is not offered here: it ends every response with
+ * `/books.v1.BooksService/books` and `/addresses.v1.AddressService/…`. Native gRPC is not offered here: it ends every response with
  * HTTP trailers, which a fetch-based server (Deno.serve) cannot send, so it lives on the gRPC
  * listener. Each procedure is an ordinary Hono route, so 404 and 405 (with `Allow`) for its
  * path come from the app's own route table.
  */
 export function rpcRoutes(
   app: OpenAPIHono<AppEnv>,
-  deps: { books: BookStore; logger: Logger },
+  deps: AppStores & { logger: Logger },
 ): void {
   const router = createConnectRouter({
     grpc: false,
     ...handlerOptions({ logger: deps.logger, accessLog: false }),
   });
-  withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps.books)))(router);
+  withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps)))(router);
   for (const handler of router.handlers) {
     const access = rpcAccess(procedureOf(handler.service, handler.method));
     if (access === "authenticated") {
@@ -47,7 +47,9 @@ export function rpcRoutes(
         header: request.headers,
         body: request.body ?? EMPTY_BODY,
         signal: disconnectSignal(c.env?.info),
-        contextValues: createContextValues().set(requestIdKey, c.get("requestId")),
+        contextValues: createContextValues()
+          .set(requestIdKey, c.get("requestId"))
+          .set(callerKey, c.get("caller")),
       });
       if (response.body === undefined) refuseBare(response.status, request);
       return universalServerResponseToFetch(response);
@@ -65,7 +67,7 @@ export function rpcRoutes(
 function refuseCall(c: Context, error: AppError): Response {
   const request = c.req.raw;
   const type = request.headers.get("content-type") ?? "";
-  const answer = rpcErrorAnswer(request.method, type, appErrorToConnect(error));
+  const answer = rpcErrorAnswer(request.method, type, appConnectError(error));
   if (answer === undefined) throw error;
   return new Response(answer.body, { status: answer.status, headers: answer.headers });
 }

@@ -5,6 +5,7 @@ import { requestIdFrom } from "../../lib/http/request_id.ts";
 import { toConnectError } from "./errors.ts";
 import type { Decision } from "../../security/gate.ts";
 import { rpcSystemOf, startRpcSpan, TRACING } from "../../lib/tracing.ts";
+import { callerKey } from "./caller.ts";
 
 /** The request id of a call, set by whoever accepted the request (listener or Hono route). */
 export const requestIdKey = createContextKey<string | undefined>(undefined, {
@@ -13,9 +14,9 @@ export const requestIdKey = createContextKey<string | undefined>(undefined, {
 
 /**
  * The gate's decision of a call (security/gate.ts), set by whoever accepted the request. The
- * interceptor puts the RateLimit headers of an admitted call on its answer. A refused call never
- * reaches Connect (each listener answers it before, unread); were one to, the interceptor would
- * still fail it with the gate's error.
+ * interceptor hands an admitted call its caller (./caller.ts) and puts its RateLimit headers on
+ * the answer. A refused call never reaches Connect (each listener answers it before, unread);
+ * were one to, the interceptor would still fail it with the gate's error.
  */
 export const gateKey = createContextKey<Decision | Promise<Decision> | undefined>(undefined, {
   description: "gate decision",
@@ -59,6 +60,7 @@ export function serverInterceptor(options: { logger: Logger; accessLog: boolean 
       const pending = req.contextValues.get(gateKey);
       const decision = pending instanceof Promise ? await pending : pending;
       if (decision?.ok === false) throw decision.error;
+      if (decision?.ok) req.contextValues.set(callerKey, decision.caller);
       const res = await next(req);
       if (decision?.headers) {
         for (const name in decision.headers) res.header.set(name, decision.headers[name]!);

@@ -20,7 +20,7 @@ interface ReflectionIndex {
   encoded: Map<string, Uint8Array>;
 }
 
-function indexOf(services: readonly DescService[]): ReflectionIndex {
+function indexOf(services: readonly DescService[], more: readonly DescFile[]): ReflectionIndex {
   const files = new Map<string, DescFile>();
   const visit = (file: DescFile) => {
     if (files.has(file.proto.name)) return;
@@ -28,6 +28,7 @@ function indexOf(services: readonly DescService[]): ReflectionIndex {
     file.dependencies.forEach(visit);
   };
   for (const service of services) visit(service.file);
+  more.forEach(visit);
   return {
     services: services.map((s) => s.typeName),
     registry: createRegistry(...files.values()),
@@ -185,11 +186,15 @@ function answer(index: ReflectionIndex, request: v1.ServerReflectionRequest, sen
 }
 
 /** The two reflection services, v1 and its older name v1alpha, over the given services. */
-export function reflectionServices(services: readonly DescService[]): {
+export function reflectionServices(
+  services: readonly DescService[],
+  /** Files to describe besides the services': the error details a status may carry. */
+  more: readonly DescFile[] = [],
+): {
   v1: ServiceImpl<typeof v1.ServerReflection>;
   v1alpha: ServiceImpl<typeof v1alpha.ServerReflection>;
 } {
-  const index = indexOf(services);
+  const index = indexOf(services, more);
   return {
     v1: {
       async *serverReflectionInfo(requests) {

@@ -3,8 +3,12 @@ import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import type { Access } from "../../security/access.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { BookStore } from "../../store/books.ts";
+import type { AddressStore } from "../../store/addresses/repository.ts";
 import { booksService } from "./books_service.ts";
+import { addressService } from "./address_service.ts";
 import { BooksService } from "../gen/books/v1/books_pb.ts";
+import { AddressService } from "../gen/addresses/v1/addresses_pb.ts";
+import { file_google_rpc_error_details } from "../gen/google/rpc/error_details_pb.ts";
 import { Health } from "../gen/grpc/health/v1/health_pb.ts";
 import * as reflectionV1 from "../gen/grpc/reflection/v1/reflection_pb.ts";
 import * as reflectionV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.ts";
@@ -18,21 +22,35 @@ import { refuseUndecodableQuery, withUndecodableAsInvalidArgument } from "./unde
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /** The application services (both ports) and the standard ones (gRPC listener only). */
-export const APP_SERVICES = [BooksService] as const;
+export const APP_SERVICES = [BooksService, AddressService] as const;
 export const STANDARD_SERVICES = [
   Health,
   reflectionV1.ServerReflection,
   reflectionV1alpha.ServerReflection,
 ] as const;
 
+/** What the application services serve from. */
+export interface AppStores {
+  books: BookStore;
+  addresses: AddressStore;
+}
+
 /**
  * What each call needs from its caller (security/access.ts), declared with the services: the
- * application's books like REST's, the health check as a probe (answered whatever the load or
+ * application's books and addresses like REST's (reads `addresses:read`, writes
+ * `addresses:write`), the health check as a probe (answered whatever the load or
  * the credentials), health watches and reflection public. A method not listed here is refused
  * like a path no service handles.
  */
 const ACCESS: ReadonlyMap<string, Exclude<Access, "authenticated">> = new Map([
   [procedureOf(BooksService, BooksService.method.books), "books:read"],
+  ...(["getAddress", "listAddresses"] as const).map((name) =>
+    [procedureOf(AddressService, AddressService.method[name]), "addresses:read"] as const
+  ),
+  ...(["createAddress", "replaceAddress", "updateAddress", "deleteAddress"] as const).map(
+    (name) =>
+      [procedureOf(AddressService, AddressService.method[name]), "addresses:write"] as const,
+  ),
   [procedureOf(Health, Health.method.check), "probe"],
   [procedureOf(Health, Health.method.watch), "public"],
   ...[reflectionV1.ServerReflection, reflectionV1alpha.ServerReflection].map((service) =>
@@ -66,20 +84,25 @@ export function handlerOptions(options: {
   };
 }
 
-/** Registers the application services: `books.v1.BooksService`. */
-export function appRoutes(books: BookStore): (router: ConnectRouter) => void {
+/** Registers the application services: `books.v1.BooksService`, `addresses.v1.AddressService`. */
+export function appRoutes(stores: AppStores): (router: ConnectRouter) => void {
   return (router) => {
-    router.service(BooksService, booksService(books));
+    router.service(BooksService, booksService(stores.books));
+    router.service(AddressService, addressService(stores.addresses));
   };
 }
 
 /** Registers everything the gRPC listener serves: the application, health and reflection. */
 export function grpcListenerRoutes(
-  deps: { books: BookStore; health: HealthState },
+  deps: AppStores & { health: HealthState },
 ): (router: ConnectRouter) => void {
-  const reflection = reflectionServices([...APP_SERVICES, ...STANDARD_SERVICES]);
+  // Generic clients (grpcurl, buf curl) decode an error's details with the types found here.
+  const reflection = reflectionServices(
+    [...APP_SERVICES, ...STANDARD_SERVICES],
+    [file_google_rpc_error_details],
+  );
   return withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded((router) => {
-    appRoutes(deps.books)(router);
+    appRoutes(deps)(router);
     router.service(Health, healthService(deps.health));
     router.service(reflectionV1.ServerReflection, reflection.v1);
     router.service(reflectionV1alpha.ServerReflection, reflection.v1alpha);

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { AppError } from "../../lib/errors.ts";
-import { appErrorToConnect } from "./errors.ts";
+import { appConnectError } from "./errors.ts";
 import { type ErrorAnswer, plainErrorAnswer, rpcErrorAnswer } from "./error_answer.ts";
 import type { Decision } from "../../security/gate.ts";
 import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
@@ -69,7 +69,7 @@ export function refuseCall(
   res: ResponseLike | undefined,
   error: AppError | ConnectError,
 ): void {
-  const connectError = error instanceof AppError ? appErrorToConnect(error) : error;
+  const connectError = error instanceof AppError ? appConnectError(error) : error;
   write(req, res, answerOf(req, connectError, codeToHttpStatus(connectError.code)));
 }
 

@@ -6,7 +6,6 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConfigError } from "../../lib/config_error.ts";
 import type { Logger } from "../../lib/log.ts";
-import type { BookStore } from "../../store/books.ts";
 import { createHealthState, ServingStatus } from "../connect/health_service.ts";
 import { requestIdFrom } from "../../lib/http/request_id.ts";
 import { gateKey, requestIdKey } from "../connect/interceptor.ts";
@@ -18,6 +17,7 @@ import { createRefusalLog } from "./refusal_log.ts";
 import { coalesceWrites, type NativeSession, nativeSession } from "../http2/native_session.ts";
 import {
   APP_SERVICES,
+  type AppStores,
   grpcListenerRoutes,
   handlerOptions,
   MAX_MESSAGE_BYTES,
@@ -68,17 +68,20 @@ const DEFAULT_GRACE_MS = 10_000;
 const DRAIN_MAX_BYTES = 2 * MAX_MESSAGE_BYTES;
 const DRAIN_MAX_MS = 10_000;
 
-/** Starts the HTTP/2 listener serving gRPC, gRPC-Web and Connect, health and reflection. */
+/**
+ * Starts the HTTP/2 listener serving the application services over gRPC, gRPC-Web and Connect,
+ * with health and reflection.
+ */
 export async function startGrpcListener(
   config: GrpcListenerConfig,
-  deps: { books: BookStore; logger: Logger; gate?: Gate | undefined },
+  deps: AppStores & { logger: Logger; gate?: Gate | undefined },
 ): Promise<GrpcListener> {
   const { logger, gate } = deps;
   // The gate's decision per HTTP/2 stream (or HTTP/1.1 request), taken before anything answers.
   const decisions = new WeakMap<object, PendingDecision>();
   const health = createHealthState(APP_SERVICES.map((s) => s.typeName));
   const stopStreams = new AbortController();
-  const routes = grpcListenerRoutes({ books: deps.books, health });
+  const routes = grpcListenerRoutes({ books: deps.books, addresses: deps.addresses, health });
   // Connect's own handler of `books`, for the requests the fast path leaves to it: taken from
   // the adapter's router, so the service is registered once.
   let booksHandler: UniversalHandler | undefined;

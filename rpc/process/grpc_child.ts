@@ -1,17 +1,21 @@
 /**
- * Entry point of the gRPC listener's own process (see grpc_supervisor.ts). It serves the
- * catalogue the HTTP process hands it on stdin (or, started without one, loads it from the same
- * KV itself) over HTTP/2, and reports its bound URL as a `grpc listening` log line on stdout. It
+ * Entry point of the gRPC listener's own process (see grpc_supervisor.ts). It opens the KV the
+ * HTTP process runs on (a file or a KV Connect URL: processes share one safely) with the same
+ * storage guard and layout check, never migrating, and serves the catalogue and the address book
+ * from it over HTTP/2; it reports its bound URL as a `grpc listening` log line on stdout. It
  * stops gracefully on SIGTERM, or when its stdin closes (the HTTP process is gone), so it never
  * outlives its supervisor.
  */
 import type { AuthConfig, GrpcConnectionConfig, RateLimitConfig } from "../../lib/config.ts";
 import { ConfigError } from "../../lib/config_error.ts";
+import { DEFAULT_MAX_PER_OWNER } from "../../store/addresses/quota.ts";
 import type { Book } from "../../lib/schemas.ts";
 import { openGate } from "../../security/gate.ts";
 import { createLogger, type LogFormat, type LogLevel } from "../../lib/log.ts";
 import { writeLinesToStdout } from "../../lib/stdout_lines.ts";
-import { type BookStore, createBookStore, openBookStore } from "../../store/books.ts";
+import { DEFAULT_BOOKS, readCatalogue } from "../../store/kv/open.ts";
+import { kvLabel } from "../../store/kv/label.ts";
+import { openStorage } from "../../store/storage.ts";
 import { startGrpcListener } from "../listener/grpc_listener.ts";
 import { installLastResort } from "./last_resort.ts";
 
@@ -31,9 +35,11 @@ export interface GrpcChildConfig extends Partial<GrpcConnectionConfig> {
   /** The gate's settings: this process runs its own gate (its own rate-limit buckets). */
   auth: AuthConfig | undefined;
   rateLimit: RateLimitConfig | undefined;
+  /** `MAX_ADDRESSES_PER_OWNER` (the store's default when absent). */
+  maxAddressesPerOwner?: number;
   /**
-   * The supervisor writes the catalogue it serves to stdin, as one line of JSON; else the child
-   * reads `booksFile` and `kvPath` itself.
+   * The supervisor writes the catalogue it serves to stdin, as one line of JSON, which seeds KV
+   * should it not be seeded yet; else the child reads and checks `booksFile` itself.
    */
   catalogueOnStdin?: boolean;
 }
@@ -59,9 +65,22 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   });
   const pipe = readSupervisorPipe();
   const gate = await openGate(config);
-  const books = config.catalogueOnStdin
-    ? createBookStore(await pipe.catalogue)
-    : await loadCatalogue(config);
+  const seedBooks = config.catalogueOnStdin
+    ? await pipe.catalogue
+    : await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
+  // The HTTP process opened (and, if asked to, migrated) this KV before it started this one.
+  const { kv, store, storage } = await openStorage({
+    path: config.kvPath,
+    label: kvLabel({ kvPlatform: false, kvPath: config.kvPath }),
+    seedBooks,
+    migrateOnStart: false,
+    maxAddressesPerOwner: config.maxAddressesPerOwner ?? DEFAULT_MAX_PER_OWNER,
+    logger,
+  });
+  const closeStorage = async () => {
+    await storage.close();
+    kv.close();
+  };
   const listener = await startGrpcListener(
     {
       port: config.port,
@@ -71,8 +90,11 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
       handshakeTimeoutMs: config.handshakeTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
     },
-    { books, logger, gate },
-  );
+    { books: store.books, addresses: store.addresses, logger, gate },
+  ).catch(async (error) => {
+    await closeStorage();
+    throw error;
+  });
   logger.always("grpc listening", { grpc: listener.url, pid: Deno.pid });
   logger.flush();
   // After the line above is written: no reader of the log sees the server ready before it.
@@ -84,6 +106,7 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
     if (stopping) return;
     stopping = true;
     await listener.shutdown();
+    await closeStorage();
     logger.flush();
     Deno.exit(code);
   };
@@ -101,9 +124,8 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
  * The supervisor's pipe on stdin: the catalogue's JSON on its first line, when the supervisor
  * hands it over, then nothing until the supervisor goes.
  *
- * Why handed over: the HTTP process has loaded and validated the catalogue already; reading it
- * again here took this process's own copy of KV and of the validation library (about 10 MiB of
- * memory, docs/bench.md), and with an in-memory KV the two processes would not share a store.
+ * Why handed over: the HTTP process has read and validated the seed file already, and seeded KV
+ * with it; the catalogue is what this process would seed with too, so it needs no seed file.
  */
 function readSupervisorPipe(): { catalogue: Promise<Book[]>; closed: Promise<void> } {
   let resolveCatalogue!: (books: Book[]) => void;
@@ -132,16 +154,6 @@ function readSupervisorPipe(): { catalogue: Promise<Book[]>; closed: Promise<voi
     if (!lineDone) rejectCatalogue(new Error("the supervisor closed stdin before the catalogue"));
   })();
   return { catalogue, closed };
-}
-
-/** The catalogue read from BOOKS_FILE and KV, as the HTTP process does (a child on its own). */
-async function loadCatalogue(config: GrpcChildConfig): Promise<BookStore> {
-  // Loaded only here: validating the seed file takes the configuration schema's library.
-  const { DEFAULT_BOOKS, openKv, readCatalogue } = await import("../../store/kv/open.ts");
-  const seed = await readCatalogue(config.booksFile ?? DEFAULT_BOOKS);
-  const kv = await openKv(config.kvPath);
-  // The catalogue is read-only and kept in memory, so KV is closed once it is loaded.
-  return await openBookStore(kv, seed).finally(() => kv.close());
 }
 
 if (import.meta.main) {

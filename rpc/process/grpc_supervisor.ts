@@ -61,8 +61,8 @@ export interface SupervisorOptions {
   /** Extra `deno run` flags of the child (`GRPC_CHILD_DENO_FLAGS`: profiling, tracing). */
   denoFlags?: string[];
   /**
-   * The catalogue this process serves, handed to the child on its stdin; without it the child
-   * reads the seed file and KV itself (and may write KV's directory).
+   * The catalogue this process serves, handed to the child on its stdin as the seed of the KV
+   * both open; without it the child reads and checks the seed file itself.
    */
   books?: readonly Book[];
 }
@@ -71,7 +71,8 @@ function spawnChild(config: GrpcChildConfig, logger: Logger, options: Supervisor
   const entry = options.entry ?? CHILD;
   const relay = !options.logToStdout;
   const books = options.books;
-  const isFile = books === undefined && isKvFile(config.kvPath);
+  // The child opens the same KV: a file's directory holds its journal and lock files too.
+  const isFile = isKvFile(config.kvPath);
   const extra = options.denoFlags ?? [];
   // Deno keeps only the last --v8-flags: the extra V8 flags go after the child's own.
   const v8 = [

@@ -18,7 +18,11 @@ import {
 } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { Buffer } from "node:buffer";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { type ErrorInfo, ErrorInfoSchema } from "../../rpc/gen/google/rpc/error_details_pb.ts";
 import { BooksService } from "../../rpc/gen/books/v1/books_pb.ts";
+import { AddressService } from "../../rpc/gen/addresses/v1/addresses_pb.ts";
 
 type Close = () => unknown;
 
@@ -148,6 +152,26 @@ export function booksClient(transport: Transport) {
   return createClient(BooksService, transport);
 }
 
+/** AddressService over a transport. */
+export function addressClient(transport: Transport) {
+  return createClient(AddressService, transport);
+}
+
+/** The error a call failed with; the test fails if it succeeds. */
+export async function rpcFailure(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("the call should have failed");
+}
+
+/** The google.rpc.ErrorInfo of a failure (its `reason` is the REST error code). */
+export function errorInfo(error: ConnectError): ErrorInfo | undefined {
+  return error.findDetails(ErrorInfoSchema)[0];
+}
+
 /** The code of one books call with `headers` (0 when it succeeds); 5 s at most. */
 export async function booksCode(
   transport: Transport,
@@ -213,6 +237,20 @@ export interface GrpcJsAnswer<T> {
   response: T | undefined;
   /** The response headers on success, the error's metadata on failure. */
   metadata: grpc.Metadata | undefined;
+}
+
+/**
+ * The google.rpc.ErrorInfo of a failed grpc-js call, read from its `grpc-status-details-bin`
+ * trailer (a google.rpc.Status, decoded as Connect-ES decodes it).
+ */
+export function grpcJsErrorInfo(answer: GrpcJsAnswer<unknown>): ErrorInfo | undefined {
+  const details = answer.metadata?.get("grpc-status-details-bin")[0];
+  if (details === undefined) return undefined;
+  const trailer = new Headers({
+    "grpc-status": String(answer.code),
+    "grpc-status-details-bin": Buffer.from(details).toString("base64"),
+  });
+  return findTrailerError(trailer)?.findDetails(ErrorInfoSchema)[0];
 }
 
 /** One unary call of `method`; resolves whatever the status. */

@@ -3,6 +3,7 @@ import type { LogLevel } from "../../lib/log.ts";
 import { type RunningServer, startServer } from "../../main.ts";
 import { type GrpcListenerConfig, startGrpcListener } from "../../rpc/listener/grpc_listener.ts";
 import { type BookStore, createBookStore } from "../../store/books.ts";
+import { openAddressStore } from "../../store/addresses/repository.ts";
 import type { ServerOptions } from "../../server/run.ts";
 import type { Handler } from "../../server/handler.ts";
 import { checkContract } from "./contract.ts";
@@ -97,7 +98,10 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   };
 }
 
-/** A gRPC listener alone (no HTTP side, no child process), with the lines it logged. */
+/**
+ * A gRPC listener alone (no HTTP side, no child process), with the lines it logged; its address
+ * book is an empty one in a KV in memory.
+ */
 export interface TestListener {
   url: string;
   logs: LogLine[];
@@ -120,9 +124,10 @@ export async function startTestListener(
   options: { books?: BookStore; level?: LogLevel } = {},
 ): Promise<TestListener> {
   const { logger, lines } = captureLogs(options.level ?? "debug");
+  const kv = await Deno.openKv(":memory:");
   const listener = await startGrpcListener(
     { port: 0, host: "127.0.0.1", ...config },
-    { books: options.books ?? oneBook(), logger },
+    { books: options.books ?? oneBook(), addresses: openAddressStore(kv), logger },
   );
   // A listener on every interface is reached on the loopback address.
   const url = listener.url.replace("0.0.0.0", "127.0.0.1");
@@ -133,6 +138,7 @@ export async function startTestListener(
     shutdown: async (graceMs) => {
       await closeClientsOf(url);
       await listener.shutdown(graceMs);
+      kv.close();
     },
   };
 }
