@@ -5,10 +5,12 @@ import { AppError } from "../lib/errors.ts";
 import { type AddressStore, openAddressStore } from "../store/addresses/repository.ts";
 import type { IdempotencyRecord } from "../store/addresses/keys.ts";
 import { FUZZ_SCALE, FUZZ_SEED } from "./support/fuzz.ts";
-import { addressBook, answerOf, sendJson } from "./support/requests.ts";
+import { addressBook, answerOf, bearer, errorCode, sendJson } from "./support/requests.ts";
+import { hsToken, SECRET } from "./support/tokens.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
 
 const input = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
+const SCOPES = "addresses:read addresses:write";
 const isCode = (code: string) => (e: unknown) => e instanceof AppError && e.code === code;
 
 /** The stored count of an owner (absent: 0). */
@@ -330,5 +332,49 @@ Deno.test("MIGRATE_ON_START and MAX_ADDRESSES_PER_OWNER are validated with one l
   assert.equal(config.maxAddressesPerOwner, 25);
   const defaults = loadConfig({});
   assert.equal(defaults.migrateOnStart, false);
-  assert.equal(defaults.maxAddressesPerOwner, 10000);
+});
+
+Deno.test("MAX_ADDRESSES_PER_OWNER: unset, no quota with auth off and 10,000 with auth on; set, that value in both modes", () => {
+  const authOn = { AUTH_JWT_SECRET: SECRET };
+  assert.equal(loadConfig({}).maxAddressesPerOwner, Infinity);
+  assert.equal(loadConfig(authOn).maxAddressesPerOwner, 10_000);
+  assert.equal(loadConfig({ MAX_ADDRESSES_PER_OWNER: "25" }).maxAddressesPerOwner, 25);
+  assert.equal(loadConfig({ ...authOn, MAX_ADDRESSES_PER_OWNER: "25" }).maxAddressesPerOwner, 25);
+});
+
+/** Sets an owner's stored count, as if they had created `n` addresses (a fast way to the quota). */
+async function setStoredCount(kvPath: string, owner: string, n: number): Promise<void> {
+  using kv = await Deno.openKv(kvPath);
+  await kv.set(["owner_counts", owner], new Deno.KvU64(BigInt(n)));
+}
+
+Deno.test("defaults over a socket: with auth off an owner past 10,000 still creates; with auth on the 10,001st is 409", async () => {
+  const open = await startTestServer({ GRPC_PORT: "off" });
+  try {
+    // The anonymous owner's count as after 10,000 creations (the old default quota).
+    await setStoredCount(open.kvPath, "", 10_000);
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await addressBook(open.httpUrl).create(input)).status, 201);
+    }
+    using kv = await Deno.openKv(open.kvPath);
+    assert.equal(await storedCount(kv, ""), 10_003, "the count stays exact without a quota");
+  } finally {
+    await open.close();
+  }
+  const authed = await startTestServer({ GRPC_PORT: "off", AUTH_JWT_SECRET: SECRET });
+  try {
+    const alice = addressBook(
+      authed.httpUrl,
+      bearer(await hsToken({ sub: "alice", scope: SCOPES })),
+    );
+    const bob = addressBook(authed.httpUrl, bearer(await hsToken({ sub: "bob", scope: SCOPES })));
+    await setStoredCount(authed.kvPath, "alice", 9_999);
+    assert.equal((await alice.create(input)).status, 201, "the 10,000th");
+    const refused = await alice.create(input);
+    assert.equal(refused.status, 409, "the 10,001st");
+    assert.equal(await errorCode(refused), "quota-exceeded");
+    assert.equal((await bob.create(input)).status, 201, "another owner has a quota of their own");
+  } finally {
+    await authed.close();
+  }
 });

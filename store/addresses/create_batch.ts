@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_ADDRESSES_PER_OWNER } from "../../lib/config.ts";
 import { AppError } from "../../lib/errors.ts";
 import {
   addressAt,
@@ -24,14 +25,7 @@ import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts"
 import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
 import { type IdState, idState, readIdState } from "./id_counter.ts";
 import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
-import {
-  countOf,
-  DEFAULT_MAX_PER_OWNER,
-  type KeySweeper,
-  quotaExceeded,
-  readCounts,
-  setCount,
-} from "./quota.ts";
+import { countOf, type KeySweeper, quotaExceeded, readCounts, setCount } from "./quota.ts";
 
 /** Tuning of the group commit that allocates ids. */
 export interface AddressStoreOptions {
@@ -39,7 +33,10 @@ export interface AddressStoreOptions {
   maxBatch?: number;
   /** Conflicts on the counter (other processes) retried before giving up with 503. */
   maxConflicts?: number;
-  /** `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`. */
+  /**
+   * `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`; `Infinity`: none.
+   * Absent: DEFAULT_MAX_ADDRESSES_PER_OWNER.
+   */
   maxPerOwner?: number;
   /** The layout this process opened; every write checks it (store/layout/layout.ts). */
   guard?: LayoutGuard;
@@ -100,7 +97,7 @@ export function createIdAllocator(
 ) {
   const maxBatch = options.maxBatch ?? 200;
   const maxConflicts = options.maxConflicts ?? 50;
-  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_PER_OWNER;
+  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_ADDRESSES_PER_OWNER;
   const guard = options.guard ?? NO_GUARD;
   const queue: Waiter[] = [];
   let draining = false;

@@ -11,9 +11,6 @@ import { getAll } from "../kv/read.ts";
  * that gives back the units their orphaned records hold.
  */
 
-/** Default of `MAX_ADDRESSES_PER_OWNER`. */
-export const DEFAULT_MAX_PER_OWNER = 10_000;
-
 /** An owner's count as read (absent: 0). */
 export function countOf(entry: Deno.KvEntryMaybe<Deno.KvU64>): number {
   return entry.value === null ? 0 : Number(entry.value.value);

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_ADDRESSES_PER_OWNER } from "../../lib/config.ts";
 import { AppError } from "../../lib/errors.ts";
 import {
   type Address,
@@ -26,7 +27,6 @@ import {
   countForCreate,
   countOf,
   createKeySweeper,
-  DEFAULT_MAX_PER_OWNER,
   setCount,
 } from "./quota.ts";
 import { eraseOwner, ownerAddresses } from "./owner_data.ts";
@@ -126,7 +126,7 @@ function notFound(id: number): AppError {
  */
 export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {}): AddressStore {
   const guard = options.guard ?? NO_GUARD;
-  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_PER_OWNER;
+  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_ADDRESSES_PER_OWNER;
   const sweeper = createKeySweeper(kv, guard);
   const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
 
