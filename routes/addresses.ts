@@ -14,6 +14,7 @@ import type { AddressStore, Precondition, StoredAddress } from "../store/address
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
 import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
+import { pageBody } from "./address_page.ts";
 import {
   createAddress,
   CreateHeaderSchema,
@@ -88,10 +89,14 @@ export function addressRoutes(
   app.openapi(listAddresses, async (c) => {
     const type = negotiateJson(c.req.header("accept"));
     const { limit, cursor } = c.req.valid("query");
-    const page = await addresses.list(c.get("caller").owner, { limit: limit ?? 50, cursor });
-    const body = { addresses: page.items.map((s) => s.address), nextCursor: page.nextCursor };
+    const body = pageBody();
+    const nextCursor = await addresses.listBatches(
+      c.get("caller").owner,
+      { limit: limit ?? 50, cursor },
+      body.add,
+    );
     return preEncoded(
-      new Response(JSON.stringify(body), {
+      new Response(body.end(nextCursor), {
         headers: {
           ...jsonHeaders(type, c.get("requestId")),
           "cache-control": ADDRESS_CACHE_CONTROL,

@@ -17,19 +17,14 @@ import {
   decodeCursor,
   encodeCursor,
   ownerKey,
-  ownerPrefix,
   ownerRefused,
   RECORD_VERSION,
 } from "./keys.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { NO_GUARD } from "../layout/layout.ts";
-import {
-  countForCreate,
-  countOf,
-  createKeySweeper,
-  setCount,
-} from "./quota.ts";
+import { countForCreate, countOf, createKeySweeper, setCount } from "./quota.ts";
 import { eraseOwner, ownerAddresses } from "./owner_data.ts";
+import { ownerPages } from "./owner_pages.ts";
 
 export type { AddressStoreOptions };
 
@@ -93,6 +88,17 @@ export interface AddressStore {
     owner: string,
     options: { limit: number; cursor?: string | undefined },
   ): Promise<AddressPage>;
+  /**
+   * The page `list` would answer, handed to `take` a range read at a time (at most a few hundred
+   * addresses each, ascending id) instead of returned whole, so a caller that encodes each batch
+   * as it comes never holds the page's objects; resolves to the page's `nextCursor`. `take` must
+   * not keep the arrays or the addresses. A failure rejects before or after some batches.
+   */
+  listBatches(
+    owner: string,
+    options: { limit: number; cursor?: string | undefined },
+    take: (addresses: Address[]) => void,
+  ): Promise<string | null>;
   /** Every address of the owner by ascending id, read a page at a time as it is consumed. */
   exportAll(owner: string): AsyncGenerator<Address, void, undefined>;
   /**
@@ -128,6 +134,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   const guard = options.guard ?? NO_GUARD;
   const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_ADDRESSES_PER_OWNER;
   const sweeper = createKeySweeper(kv, guard);
+  const pages = ownerPages(kv);
   const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
 
   function read(id: number) {
@@ -260,17 +267,25 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   ): Promise<AddressPage> {
     const after = cursor === undefined ? 0 : decodeCursor(cursor);
     const items: StoredAddress[] = [];
-    const prefix = ownerPrefix(owner);
-    const selector = after > 0 ? { prefix, start: ownerKey(owner, after + 1) } : { prefix };
-    await withKvRetry(async () => {
-      items.length = 0;
-      for await (const e of kv.list<Address>(selector, { limit: limit + 1 })) {
-        items.push({ address: e.value, versionstamp: e.versionstamp });
-      }
+    const last = await pages.page(owner, after, limit, (entries) => {
+      for (const e of entries) items.push({ address: e.value, versionstamp: e.versionstamp });
     });
-    const more = items.length > limit;
-    if (more) items.length = limit;
-    return { items, nextCursor: more ? encodeCursor(items[items.length - 1]!.address.id) : null };
+    return { items, nextCursor: last === null ? null : encodeCursor(last) };
+  }
+
+  async function listBatches(
+    owner: string,
+    { limit, cursor }: { limit: number; cursor?: string | undefined },
+    take: (addresses: Address[]) => void,
+  ): Promise<string | null> {
+    const after = cursor === undefined ? 0 : decodeCursor(cursor);
+    const last = await pages.page(
+      owner,
+      after,
+      limit,
+      (entries) => take(entries.map((e) => e.value)),
+    );
+    return last === null ? null : encodeCursor(last);
   }
 
   // Every method takes the owner first; a KV key holds at most 2048 bytes, so an owner that
@@ -292,10 +307,11 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     patch: owned(patch),
     delete: owned(remove),
     list: owned(list),
+    listBatches: owned(listBatches),
     exportAll: async function* (owner) {
       const refused = ownerRefused(owner);
       if (refused) throw refused;
-      yield* ownerAddresses(kv, owner);
+      yield* ownerAddresses(pages, owner);
     },
     erase: owned((owner) => eraseOwner(kv, guard, owner)),
   };
