@@ -50,6 +50,23 @@ function addressJson(
   });
 }
 
+/**
+ * The answer to `GET /addresses/{id}` of an address the caller holds: 200 with its ETag, or 304
+ * when `If-None-Match` matches (the route's, and routes/address_front.ts's).
+ */
+export function addressAnswer(
+  stored: StoredAddress,
+  request: { type: string; requestId: string; ifNoneMatch: string | null | undefined },
+): Response {
+  return conditionalJson(JSON.stringify(stored.address), {
+    type: request.type,
+    etag: versionEtag(stored.versionstamp),
+    cacheControl: ADDRESS_CACHE_CONTROL,
+    requestId: request.requestId,
+    ifNoneMatch: request.ifNoneMatch,
+  });
+}
+
 function created(c: Context<AppEnv>, stored: StoredAddress, type: string, extra = {}): Response {
   const location = `/addresses/${stored.address.id}`;
   return addressJson(c, stored, 201, type, { location, ...extra });
@@ -110,10 +127,8 @@ export function addressRoutes(
     const { id } = c.req.valid("param");
     const stored = await addresses.get(c.get("caller").owner, id);
     if (!stored) throw new AppError("address-not-found", `No address has id ${id}.`);
-    return preEncoded(conditionalJson(JSON.stringify(stored.address), {
+    return preEncoded(addressAnswer(stored, {
       type,
-      etag: versionEtag(stored.versionstamp),
-      cacheControl: ADDRESS_CACHE_CONTROL,
       requestId: c.get("requestId"),
       ifNoneMatch: c.req.valid("header")["if-none-match"],
     }));
