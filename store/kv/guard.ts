@@ -56,9 +56,20 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
   }
 
   function list<T>(iterator: Deno.KvListIterator<T>): Deno.KvListIterator<T> {
+    const failed = (error: unknown): never => {
+      throw gate.failed(error, false);
+    };
+    // Called once per entry (a page reads hundreds): one promise each, not an async function's.
+    const next = () => {
+      try {
+        return iterator.next().then(undefined, failed);
+      } catch (error) {
+        return Promise.reject(gate.failed(error, false));
+      }
+    };
     const guarded: Deno.KvListIterator<T> = new Proxy(iterator, {
       get(target, name) {
-        if (name === "next") return () => read(() => target.next());
+        if (name === "next") return next;
         if (name === Symbol.asyncIterator) return () => guarded;
         const value = Reflect.get(target, name, target);
         return typeof value === "function" ? value.bind(target) : value;
