@@ -1,4 +1,10 @@
 import type { Address } from "../lib/address.ts";
+import { ADDRESS_CACHE_CONTROL } from "../lib/http/conditional.ts";
+import { jsonHeaders } from "../lib/http/negotiate.ts";
+import type { AddressStore } from "../store/addresses/repository.ts";
+
+/** Addresses on a page when the request names no `limit`. */
+export const DEFAULT_PAGE_LIMIT = 50;
 
 const encoder = new TextEncoder();
 
@@ -41,4 +47,29 @@ export function pageBody(): {
       return body;
     },
   };
+}
+
+/**
+ * The answer to `GET /addresses` (the route's, and routes/address_front.ts's): the caller's page
+ * after `cursor`, as JSON of `type`. Throws what the store throws (a cursor this server did not
+ * issue, a storage failure) before anything is answered.
+ */
+export async function pageAnswer(
+  addresses: AddressStore,
+  owner: string,
+  query: { limit?: number | undefined; cursor?: string | undefined },
+  answer: { type: string; requestId: string },
+): Promise<Response> {
+  const body = pageBody();
+  const nextCursor = await addresses.listBatches(
+    owner,
+    { limit: query.limit ?? DEFAULT_PAGE_LIMIT, cursor: query.cursor },
+    body.add,
+  );
+  return new Response(body.end(nextCursor), {
+    headers: {
+      ...jsonHeaders(answer.type, answer.requestId),
+      "cache-control": ADDRESS_CACHE_CONTROL,
+    },
+  });
 }

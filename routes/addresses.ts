@@ -14,7 +14,7 @@ import type { AddressStore, Precondition, StoredAddress } from "../store/address
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
 import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
-import { pageBody } from "./address_page.ts";
+import { pageAnswer } from "./address_page.ts";
 import {
   createAddress,
   CreateHeaderSchema,
@@ -106,18 +106,10 @@ export function addressRoutes(
   app.openapi(listAddresses, async (c) => {
     const type = negotiateJson(c.req.header("accept"));
     const { limit, cursor } = c.req.valid("query");
-    const body = pageBody();
-    const nextCursor = await addresses.listBatches(
-      c.get("caller").owner,
-      { limit: limit ?? 50, cursor },
-      body.add,
-    );
     return preEncoded(
-      new Response(body.end(nextCursor), {
-        headers: {
-          ...jsonHeaders(type, c.get("requestId")),
-          "cache-control": ADDRESS_CACHE_CONTROL,
-        },
+      await pageAnswer(addresses, c.get("caller").owner, { limit, cursor }, {
+        type,
+        requestId: c.get("requestId"),
       }),
     );
   });

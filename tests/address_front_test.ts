@@ -15,7 +15,7 @@ import { hsToken, SECRET } from "./support/tokens.ts";
 
 const SCOPES = "addresses:read addresses:write";
 
-Deno.test("GET /addresses/{id} in front of the router answers exactly as the app does", async (t) => {
+Deno.test("GET /addresses and GET /addresses/{id} in front of the router answer exactly as the app does", async (t) => {
   using kv = await Deno.openKv(":memory:");
   const store = await openStore(kv, { seedBooks: [], label: "test" });
   const alice = await store.addresses.create("alice", EXAMPLE_INPUT);
@@ -50,6 +50,10 @@ Deno.test("GET /addresses/{id} in front of the router answers exactly as the app
   checkContract(frontUrl);
   const token = bearer(await hsToken({ sub: "alice", scope: SCOPES }));
   const readOnly = bearer(await hsToken({ sub: "alice", scope: "books:read" }));
+  for (let i = 0; i < 6; i++) {
+    await store.addresses.create("alice", { ...EXAMPLE_INPUT, city: `C${i}` });
+  }
+  const cursor = (await store.addresses.list("alice", { limit: 2 })).nextCursor!;
   const etag = `"${alice.versionstamp}"`;
   const a = alice.address.id;
   try {
@@ -86,6 +90,30 @@ Deno.test("GET /addresses/{id} in front of the router answers exactly as the app
       [`/addresses/${a}`, readOnly],
       [`/addresses/${a}`, token, "HEAD"],
       [`/addresses/${a}`, token, "OPTIONS"],
+      ["/addresses", token],
+      ["/addresses?", token],
+      ["/addresses?limit=3", token],
+      ["/addresses?limit=500", token],
+      ["/addresses?limit=0050", token],
+      ["/addresses?limit=501", token],
+      ["/addresses?limit=0", token],
+      ["/addresses?limit=abc", token],
+      ["/addresses?limit=2&limit=3", token],
+      ["/addresses?limit=2&", token],
+      [`/addresses?cursor=${cursor}`, token],
+      [`/addresses?cursor=${cursor}&limit=2`, token],
+      [`/addresses?limit=2&cursor=${cursor}`, token],
+      [`/addresses?cursor=${cursor}&cursor=${cursor}`, token],
+      ["/addresses?cursor=bogus", token],
+      [`/addresses?cursor=%${cursor.charCodeAt(0).toString(16)}${cursor.slice(1)}`, token],
+      ["/addresses?limit=2&other=1", token],
+      ["/addresses?limit=2", { ...token, accept: V2 }],
+      ["/addresses?limit=2", { ...token, accept: "application/xml" }],
+      ["/addresses?limit=2", { ...token, "if-none-match": "*" }],
+      ["/addresses?limit=2", { ...token, "x-request-id": "client-chosen-2" }],
+      ["/addresses", {}],
+      ["/addresses", readOnly],
+      ["/addresses", token, "HEAD"],
     ];
     for (const [path, headers, method] of cases) {
       const shown = Object.fromEntries(
@@ -117,6 +145,13 @@ Deno.test("GET /addresses/{id} in front of the router answers exactly as the app
       await (await fetch(`${frontUrl}/addresses/${bob.address.id}`, { headers: token })).body
         ?.cancel();
       assert.equal(appCalls, 1, "another owner's address is the app's 404");
+      appCalls = 0;
+      for (const query of ["", "?limit=2", `?limit=2&cursor=${cursor}`]) {
+        const res = await fetch(`${frontUrl}/addresses${query}`, { headers: token });
+        assert.equal(res.status, 200);
+        await res.body?.cancel();
+      }
+      assert.equal(appCalls, 0, "pages never reach the app");
     });
 
     await t.step("the front writes the app's access-log line", async () => {
@@ -138,6 +173,18 @@ Deno.test("GET /addresses/{id} in front of the router answers exactly as the app
       };
       assert.deepEqual(line("log-front"), line("log-plain"));
       assert.equal(line("log-front").path, `/addresses/${fresh.address.id}`);
+      lines.length = 0;
+      for (const [base, id] of [[plainUrl, "page-plain"], [frontUrl, "page-front"]] as const) {
+        const res = await fetch(`${base}/addresses?limit=2`, {
+          headers: { ...token, "x-request-id": id },
+        });
+        await res.body?.cancel();
+      }
+      logger.flush();
+      logged.length = 0;
+      logged.push(...lines.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l)));
+      assert.deepEqual(line("page-front"), line("page-plain"));
+      assert.equal(line("page-front").path, "/addresses");
     });
   } finally {
     await Promise.all([plain.shutdown(), fronted.shutdown()]);
