@@ -9,13 +9,15 @@ import {
 } from "../../lib/address.ts";
 import { type AddressStoreOptions, createIdAllocator } from "./create_batch.ts";
 import { type Created, deduplicateInFlight, orphanKeyOf } from "./idempotency.ts";
-import { notePutAt, readIdState } from "./id_counter.ts";
+import { counterOf, moveCounter } from "./id_counter.ts";
 import {
   addressKey,
   type AddressRecord,
+  COUNTER,
   countKey,
   decodeCursor,
   encodeCursor,
+  MAX_PUT_AHEAD,
   ownerKey,
   ownerRefused,
   RECORD_VERSION,
@@ -120,6 +122,10 @@ function preconditionFailed(id: number): AppError {
   );
 }
 
+function idTaken(id: number): AppError {
+  return new AppError("id-taken", `Address id ${id} is not available.`);
+}
+
 function notFound(id: number): AppError {
   return new AppError("address-not-found", `No address has id ${id}.`);
 }
@@ -190,28 +196,35 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   ) {
     const address = addressAt(id, input);
     for (;;) {
-      const entry = await read(id);
-      if (entry.value !== null) {
-        if (entry.value.owner !== owner) {
-          // Another owner's address is absent for this caller: a precondition cannot hold.
-          if (expected !== undefined) throw preconditionFailed(id);
-          throw new AppError("id-taken", `Address id ${id} is not available.`);
-        }
+      const [entry, counterEntry] = await withKvRetry(() =>
+        kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), COUNTER])
+      );
+      if (entry.value !== null && entry.value.owner === owner) {
         checkExpected(expected, entry.versionstamp, id);
         const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
         if (stored) return { ...stored, created: false };
         if (expected !== undefined) throw preconditionFailed(id);
         continue;
       }
+      // Not the caller's: absent for them, whoever else holds it, so a precondition cannot hold.
       if (expected !== undefined) throw preconditionFailed(id);
-      const count = await countForCreate(kv, sweeper, owner, maxPerOwner);
+      // At or below the counter the id was allocated once: another owner's address, a deleted
+      // one, or an id a process reserved. One answer for all three, so it tells nothing about
+      // other owners, and no id is used twice. Far above the counter it is refused too (keys.ts
+      // MAX_PUT_AHEAD): the counter is everyone's, an id it may not jump to is nobody's.
+      const counter = counterOf(counterEntry);
+      if (entry.value !== null || id <= counter.last || id > counter.last + MAX_PUT_AHEAD) {
+        throw idTaken(id);
+      }
       const record: AddressRecord = { v: RECORD_VERSION, owner, address };
       const op = guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null })
-        .check(count)
         .set(addressKey(id), record)
         .set(ownerKey(owner, id), address);
+      // Above the counter: the counter moves to the id in the operation that checks it.
+      moveCounter(op, counter, id);
+      const count = await countForCreate(kv, sweeper, owner, maxPerOwner);
+      op.check(count);
       setCount(op, owner, countOf(count) + 1);
-      notePutAt(op, await readIdState(kv), id);
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return { address, versionstamp: result.versionstamp, created: true };
       await guard.afterConflict();
@@ -251,10 +264,10 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       );
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
       checkExpected(expected, entry.versionstamp, id);
-      const op = guard.check(kv.atomic()).check(entry).check(count)
+      const op = guard.check(kv.atomic()).check(entry)
         .delete(addressKey(id)).delete(ownerKey(owner, id));
       const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
-      setCount(op, owner, countOf(count) - (keyHolds ? 0 : 1));
+      setCount(op.check(count), owner, countOf(count) - (keyHolds ? 0 : 1));
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return;
       await guard.afterConflict();
