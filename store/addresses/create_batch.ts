@@ -20,7 +20,15 @@ import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts"
 import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
 import { idBlocks } from "./id_blocks.ts";
 import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
-import { countOf, type KeySweeper, quotaExceeded, readCounts, setCount } from "./quota.ts";
+import {
+  addToCount,
+  countOf,
+  isLimited,
+  type KeySweeper,
+  quotaExceeded,
+  readCounts,
+  setCount,
+} from "./quota.ts";
 
 /** Tuning of the group commit that allocates ids. */
 export interface AddressStoreOptions {
@@ -44,16 +52,16 @@ const BATCH_RESERVE = { checks: 2, mutations: 1 };
 /**
  * Upper bounds of what a creation adds to its atomic operation (UTF-16 units × 3 ≥ UTF-8): the
  * check that its record is absent, the record and index entry, its key record if keyed, and, for
- * an owner new to the batch, the check and write of their count.
+ * an owner new to the batch, the write of their count (and its check while a quota applies).
  */
-function costOf(w: Waiter, newOwner: boolean): Cost {
+function costOf(w: Waiter, newOwner: boolean, limited: boolean): Cost {
   const fields = addressSizeBound(w.input);
   const keyed = w.key === undefined ? 0 : 1;
   const counted = newOwner ? 1 : 0;
   const ownerBytes = w.owner.length * 3;
   return {
     mutations: 2 + keyed + counted,
-    checks: 1 + keyed + counted,
+    checks: 1 + keyed + (limited ? counted : 0),
     valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 120),
     keyBytes: 3 * ownerBytes + 96 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
       counted * (ownerBytes + 32),
@@ -82,7 +90,8 @@ async function heldAmong(kv: Deno.Kv, ids: readonly number[]): Promise<number[]>
  * answered only after its batch committed. Each record is checked absent, so an id that turns out
  * to be held (an import wrote it) fails the batch, which drops that id and tries again.
  * An Idempotency-Key is written in the same atomic operation, checked absent, so a key and its
- * address exist together or not at all.
+ * address exist together or not at all. While a quota applies, each owner's count is read,
+ * checked and set; while none does, it is added to with `sum` (quota.ts).
  */
 export function createIdAllocator(
   kv: Deno.Kv,
@@ -92,6 +101,7 @@ export function createIdAllocator(
   const maxBatch = options.maxBatch ?? 200;
   const maxConflicts = options.maxConflicts ?? 50;
   const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_ADDRESSES_PER_OWNER;
+  const limited = isLimited(maxPerOwner);
   const guard = options.guard ?? NO_GUARD;
   const blocks = idBlocks(kv, guard, { maxConflicts });
   const queue: Waiter[] = [];
@@ -137,19 +147,25 @@ export function createIdAllocator(
     for (let conflicts = 0;; conflicts++) {
       batch = await settleStoredKeys(kv, batch);
       if (batch.length === 0) return;
-      const counts = await readCounts(kv, [...new Set(batch.map((w) => w.owner))]);
-      const admitted = await admit(batch, counts);
-      if (admitted === undefined) continue;
-      batch = admitted;
-      if (batch.length === 0) return;
+      let counts: Map<string, Deno.KvEntryMaybe<Deno.KvU64>> | undefined;
+      if (limited) {
+        counts = await readCounts(kv, [...new Set(batch.map((w) => w.owner))]);
+        const admitted = await admit(batch, counts);
+        if (admitted === undefined) continue;
+        batch = admitted;
+        if (batch.length === 0) return;
+      }
       const ids = await blocks.next(batch.length);
       const op = guard.check(kv.atomic());
       const after = new Map<string, number>();
       for (const w of batch) after.set(w.owner, (after.get(w.owner) ?? 0) + delta(w));
       for (const [owner, added] of after) {
-        const count = counts.get(owner)!;
-        op.check(count);
-        setCount(op, owner, countOf(count) + added);
+        if (counts === undefined) addToCount(op, owner, added);
+        else {
+          const count = counts.get(owner)!;
+          op.check(count);
+          setCount(op, owner, countOf(count) + added);
+        }
       }
       const expiresAt = Date.now() + IDEMPOTENCY_TTL_MS;
       const addresses = ids.map((id, i) => {
@@ -195,7 +211,7 @@ export function createIdAllocator(
     while (n < queue.length && n < maxBatch) {
       const w = queue[n]!;
       // The first creation goes whatever its size: alone it is within KV's limits.
-      if (!budget.take(costOf(w, !owners.has(w.owner))) && n > 0) break;
+      if (!budget.take(costOf(w, !owners.has(w.owner), limited)) && n > 0) break;
       owners.add(w.owner);
       n++;
     }

@@ -24,7 +24,14 @@ import {
 } from "./keys.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { NO_GUARD } from "../layout/layout.ts";
-import { countForCreate, countOf, createKeySweeper, setCount } from "./quota.ts";
+import {
+  addToCount,
+  countForCreate,
+  countOf,
+  createKeySweeper,
+  isLimited,
+  setCount,
+} from "./quota.ts";
 import { eraseOwner, ownerAddresses } from "./owner_data.ts";
 import { ownerPages } from "./owner_pages.ts";
 
@@ -139,6 +146,7 @@ function notFound(id: number): AppError {
 export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {}): AddressStore {
   const guard = options.guard ?? NO_GUARD;
   const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_ADDRESSES_PER_OWNER;
+  const limited = isLimited(maxPerOwner);
   const sweeper = createKeySweeper(kv, guard);
   const pages = ownerPages(kv);
   const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
@@ -222,9 +230,11 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         .set(ownerKey(owner, id), address);
       // Above the counter: the counter moves to the id in the operation that checks it.
       moveCounter(op, counter, id);
-      const count = await countForCreate(kv, sweeper, owner, maxPerOwner);
-      op.check(count);
-      setCount(op, owner, countOf(count) + 1);
+      if (limited) {
+        const count = await countForCreate(kv, sweeper, owner, maxPerOwner);
+        op.check(count);
+        setCount(op, owner, countOf(count) + 1);
+      } else addToCount(op, owner, 1);
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return { address, versionstamp: result.versionstamp, created: true };
       await guard.afterConflict();
@@ -267,7 +277,11 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       const op = guard.check(kv.atomic()).check(entry)
         .delete(addressKey(id)).delete(ownerKey(owner, id));
       const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
-      setCount(op.check(count), owner, countOf(count) - (keyHolds ? 0 : 1));
+      const left = countOf(count) - (keyHolds ? 0 : 1);
+      // Without a quota the count is summed, unchecked, unless this deletion takes it to 0: then
+      // the key goes (checked), so an owner with nothing stored leaves no key behind.
+      if (!limited && left > 0) addToCount(op, owner, left - countOf(count));
+      else setCount(op.check(count), owner, left);
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return;
       await guard.afterConflict();
