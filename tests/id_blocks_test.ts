@@ -67,12 +67,14 @@ Deno.test("two processes on one KV file creating together, one killed with SIGKI
     const ids = seen.created;
     assert.equal(new Set(ids).size, ids.length, "no id answered twice");
     assert.ok(seen.deleted.size > 0);
-    // Every 201 is stored unless its client deleted it, and nothing else is.
+    // Every 201 is stored unless its client deleted it. Besides, at most the creations in flight
+    // when the process was killed (committed, never answered): one per client.
     const listed = (await addressBook(b.httpUrl).listAll()).map((x) => x.id);
-    assert.deepEqual(
-      listed,
-      ids.filter((id) => !seen.deleted.has(id)).toSorted((x, y) => x - y),
-    );
+    assert.equal(new Set(listed).size, listed.length);
+    const kept = ids.filter((id) => !seen.deleted.has(id));
+    for (const id of kept) assert.ok(listed.includes(id), `${id} answered 201, not stored`);
+    const unanswered = listed.filter((id) => !ids.includes(id));
+    assert.ok(unanswered.length <= 8, `stored, never answered: ${unanswered.join(", ")}`);
     // A deleted id is not available again, not even to a v2 PUT of the owner who deleted it.
     for (const id of [...seen.deleted].slice(0, 5)) {
       const res = await addressBook(a.httpUrl).put(id, taggedInput("put"), { "content-type": V2 });
