@@ -4,6 +4,7 @@ import { isKvFile, openKv } from "./kv/open.ts";
 import { explainKvWait } from "./kv/locks.ts";
 import { guardStorage, type StorageHealth } from "./kv/storage_health.ts";
 import { openStore, type Store } from "./store.ts";
+import { withWriteLock } from "./kv/write_lock.ts";
 
 /** What a server opens: the KV handle (closed last), the store over it, and its health. */
 export interface Storage {
@@ -43,6 +44,8 @@ export async function openStorage(options: {
   }
   let storage: StorageHealth | undefined;
   try {
+    // Closing the handle returned closes the lock file too.
+    if (file !== undefined) kv = await withWriteLock(kv, file);
     const guarded = await guardStorage(options.wrapKv?.(kv) ?? kv, { logger, label, file });
     storage = guarded.health;
     const store = await openStore(guarded.kv, {
