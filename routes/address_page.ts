@@ -6,45 +6,30 @@ import type { AddressStore } from "../store/addresses/repository.ts";
 /** Addresses on a page when the request names no `limit`. */
 export const DEFAULT_PAGE_LIMIT = 50;
 
-const encoder = new TextEncoder();
-
 /**
  * The body of `GET /addresses`, `{"addresses":[…],"nextCursor":…}`, built from the batches the
- * store hands on as it reads (store `listBatches`): each batch is encoded to bytes at once, so
- * the page's objects die young and what a request keeps is its bytes. The result is byte for
- * byte `JSON.stringify({ addresses, nextCursor })`.
+ * store hands on as it reads (store `listBatches`): each batch is stringified at once, so the
+ * page's objects die young and what a request keeps is its text. The result is exactly
+ * `JSON.stringify({ addresses, nextCursor })`.
  */
 export function pageBody(): {
   add(addresses: readonly Address[]): void;
-  end(nextCursor: string | null): Uint8Array<ArrayBuffer>;
+  end(nextCursor: string | null): string;
 } {
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  const push = (text: string) => {
-    const bytes = encoder.encode(text);
-    parts.push(bytes);
-    size += bytes.byteLength;
-  };
+  const parts: string[] = [];
   return {
     add(addresses) {
       if (addresses.length === 0) return;
       // One stringify per batch: `[a,b]` becomes `{"addresses":[a,b` first, `,a,b` after.
       const json = JSON.stringify(addresses);
-      push(parts.length === 0 ? `{"addresses":${json.slice(0, -1)}` : `,${json.slice(1, -1)}`);
+      parts.push(
+        parts.length === 0 ? `{"addresses":${json.slice(0, -1)}` : `,${json.slice(1, -1)}`,
+      );
     },
     end(nextCursor) {
-      push(
-        `${parts.length === 0 ? '{"addresses":[' : ""}],"nextCursor":${
-          JSON.stringify(nextCursor)
-        }}`,
-      );
-      const body = new Uint8Array(size);
-      let at = 0;
-      for (const part of parts) {
-        body.set(part, at);
-        at += part.byteLength;
-      }
-      return body;
+      if (parts.length === 0) parts.push('{"addresses":[');
+      parts.push(`],"nextCursor":${JSON.stringify(nextCursor)}}`);
+      return parts.join("");
     },
   };
 }
