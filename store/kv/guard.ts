@@ -6,6 +6,8 @@ export interface StorageGate {
   afterWrite(): Promise<void>;
   /** The error to throw for a failed operation (a storage fault becomes an AppError). */
   failed(error: unknown, write: boolean): unknown;
+  /** Runs an atomic commit (write_lock.ts); absent: as it is. */
+  commit?<T>(run: () => Promise<T>): Promise<T>;
 }
 
 // Methods of Deno.Kv that write, and those that read (list is an iterator, handled apart).
@@ -43,7 +45,10 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
   function atomic(op: Deno.AtomicOperation): Deno.AtomicOperation {
     const guarded: Deno.AtomicOperation = new Proxy(op, {
       get(target, name) {
-        if (name === "commit") return () => write(() => target.commit());
+        if (name === "commit") {
+          const commit = () => target.commit();
+          return () => write(gate.commit ? () => gate.commit!(commit) : commit);
+        }
         const value = Reflect.get(target, name, target);
         if (typeof value !== "function") return value;
         return (...args: unknown[]) => {
