@@ -5,7 +5,13 @@ import { startRawKv } from "./peer_services.ts";
 import { type Answer, answer, sameBodies } from "./reference.ts";
 import type { Contender, Target, Workload } from "./runner.ts";
 import type { Service } from "./service.ts";
-import { copyKv, seedAddresses, SEEDING } from "./seed_addresses.ts";
+import {
+  copyKv,
+  layoutOfCheckout,
+  markSeededLayout,
+  seedAddresses,
+  SEEDING,
+} from "./seed_addresses.ts";
 
 /** The ceiling of the address reads (bench/peers/raw_kv_addresses.ts). */
 export const RAW_KV = "raw Deno KV (Deno.serve)";
@@ -143,7 +149,14 @@ export function buildAddressReadWorkloads(ctx: BenchContext, baseline: Baseline)
           spec.sameHeaders,
         ),
         ...baseline.http(spec.path, load, verify([]), {
-          kvDir: () => copy("kv-base-reads-"),
+          kvDir: async () => {
+            const dir = await copy("kv-base-reads-");
+            await markSeededLayout(
+              `${dir}/kv.sqlite3`,
+              await layoutOfCheckout(baseline.place!.root),
+            );
+            return dir;
+          },
           connections: spec.connections,
           defaultQuota: true,
         }),

@@ -48,6 +48,33 @@ export async function copyKv(kvPath: string, dir: string): Promise<string> {
   return target;
 }
 
+/**
+ * The storage layout the checkout at `root` runs on (its `CURRENT_LAYOUT`), read from its source.
+ */
+export async function layoutOfCheckout(root: string): Promise<number> {
+  const text = await Deno.readTextFile(`${root}/store/layout/layout.ts`);
+  const version = Number(/export const CURRENT_LAYOUT = (\d+);/.exec(text)?.[1]);
+  if (!Number.isSafeInteger(version)) throw new Error(`${root}: no CURRENT_LAYOUT found`);
+  return version;
+}
+
+/**
+ * Marks a copy of the seeded KV as `version` for a checkout of an earlier layout (the baseline),
+ * which refuses a newer one. Only for seeded data that both layouts read alike: layout 3 differs
+ * from layout 2 by promising no address above the id counter, and seeding puts none there.
+ */
+export async function markSeededLayout(kvPath: string, version: number): Promise<void> {
+  const kv = await Deno.openKv(kvPath);
+  try {
+    const current = (await kv.get<{ version: number }>(["meta", "layout"])).value?.version;
+    if (current !== undefined && current > version && current <= 3 && version >= 2) {
+      await kv.set(["meta", "layout"], { version });
+    }
+  } finally {
+    kv.close();
+  }
+}
+
 if (import.meta.main) {
   const kvPath = Deno.env.get("KV_PATH");
   const count = Number(Deno.env.get("COUNT"));

@@ -57,7 +57,6 @@ export async function startServed(
       DENO_JOBS: String(SERVE_WORKERS),
       KV_PATH: `${options.kvDir}/kv.sqlite3`,
       LOG_LEVEL: "info",
-      MAX_ADDRESSES_PER_OWNER: "999999999",
       // Stopped between rounds: no orchestrator to drain for.
       SHUTDOWN_DRAIN_S: "0",
     },
@@ -132,11 +131,13 @@ export function buildServeWorkloads(
         name: SERVED,
         start: (dir) => startServed(place, { kvDir: dir }),
       }),
+      // Both with the defaults (auth off: no quota, so the count is summed, not checked).
       postAddressesContender(ctx, {
         bodyFile: spec.bodyFile,
         lengths: spec.createdLengths,
         name: ONE_PROCESS,
         role: "peer",
+        start: (dir) => startOurs(place, { kvDir: dir, defaultQuota: true }),
       }),
     ],
     targets: [

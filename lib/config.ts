@@ -68,10 +68,18 @@ const ConfigSchema = z.object({
     "must be an absolute http(s) URL without query, fragment or credentials",
   ).optional(),
   MIGRATE_ON_START: z.enum(["true", "false"], "must be true or false").default("false"),
-  MAX_ADDRESSES_PER_OWNER: positiveInt.default(10000),
+  // Unset: none with authentication off, DEFAULT_MAX_ADDRESSES_PER_OWNER with it on (loadConfig).
+  MAX_ADDRESSES_PER_OWNER: positiveInt.optional(),
   // Set by Deno Deploy in every deployment.
   DENO_DEPLOYMENT_ID: z.string().min(1).optional(),
 });
+
+/**
+ * `MAX_ADDRESSES_PER_OWNER` when unset and authentication is on: each token's `sub` is an owner, so
+ * one caller cannot fill the disk for everyone. With authentication off every address has the one
+ * anonymous owner and the address book is one book: no quota unless one is set.
+ */
+export const DEFAULT_MAX_ADDRESSES_PER_OWNER = 10_000;
 
 /** Variables whose value must never be echoed in an error message. */
 const SECRET_VARIABLES = new Set(["AUTH_JWT_SECRET"]);
@@ -157,7 +165,10 @@ export interface Config {
   publicUrl: string | undefined;
   /** `MIGRATE_ON_START`: migrate an older storage layout at start-up instead of refusing. */
   migrateOnStart: boolean;
-  /** `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`. */
+  /**
+   * `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`; `Infinity` (the default
+   * with authentication off) when no quota applies.
+   */
   maxAddressesPerOwner: number;
 }
 
@@ -301,6 +312,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       : origins.split(",").map((o) => o.trim()),
     publicUrl: c.PUBLIC_URL === undefined ? undefined : publicBase(c.PUBLIC_URL),
     migrateOnStart: c.MIGRATE_ON_START === "true",
-    maxAddressesPerOwner: c.MAX_ADDRESSES_PER_OWNER,
+    maxAddressesPerOwner: c.MAX_ADDRESSES_PER_OWNER ??
+      (keyed === undefined ? Infinity : DEFAULT_MAX_ADDRESSES_PER_OWNER),
   };
 }

@@ -115,8 +115,8 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
   "id-taken": {
     status: 409,
     messages: {
-      en: "This identifier is already in use.",
-      de: "Diese Kennung ist bereits vergeben.",
+      en: "This identifier is not available.",
+      de: "Diese Kennung ist nicht verfügbar.",
     },
   },
   "request-in-progress": {

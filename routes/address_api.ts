@@ -171,11 +171,13 @@ export const putAddress = createRoute({
     `${fieldListText(V1_REPLACED)} from the body and keeps its ${fieldListText(V1_KEPT)} (200); ` +
     "otherwise (absent, or another owner's) the body is stored as a new address with a " +
     "generated id (201, Location of that id).\n\nVersion 2 " +
-    `(\`${VENDOR_JSON_V2}\` in Content-Type or Accept, RFC 9110): an absent id is created at ` +
-    "that id (201, Location of the path; any id from 1 to 2^53-1); the caller's existing " +
+    `(\`${VENDOR_JSON_V2}\` in Content-Type or Accept, RFC 9110): the caller's existing ` +
     `address is replaced whole, ${fieldListText(V1_KEPT)} included (200); repeating the ` +
-    "request leaves the same state. An id another owner holds is 409 `id-taken`.\n\nNeeds " +
-    "the scope `addresses:write` when authentication is on.",
+    "request leaves the same state. An id never allocated (above the id counter, by at most " +
+    "1,000,000) is created at that id (201, Location of the path) and moves the counter. Any " +
+    "other id is 409 `id-taken`, whether another owner holds it, it was deleted or it was " +
+    "allocated and not used: ids are never reused, and the answer says nothing about other " +
+    "owners.\n\nNeeds the scope `addresses:write` when authentication is on.",
   request: { params: IdParamSchema, headers: IfMatchHeaderSchema, body: jsonBody },
   responses: {
     200: addressResponse("Updated"),
@@ -185,7 +187,7 @@ export const putAddress = createRoute({
     },
     400: errorResponse("`invalid-body`, `invalid-field` or `invalid-parameter`"),
     406: errorResponse("`not-acceptable`"),
-    409: errorResponse("`id-taken` (version 2)"),
+    409: errorResponse("`id-taken` (version 2: an id allocated before, or too far above)"),
     412: errorResponse("`precondition-failed`"),
     413: errorResponse("`payload-too-large`"),
     415: unsupported,

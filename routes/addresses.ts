@@ -15,7 +15,7 @@ import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
 import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
 import { ADDRESSES_PATH } from "../lib/paths.ts";
-import { PAGE_SIZE } from "../lib/schemas.ts";
+import { pageAnswer } from "./address_page.ts";
 import {
   createAddress,
   CreateHeaderSchema,
@@ -42,6 +42,23 @@ function addressJson(
       "etag": versionEtag(stored.versionstamp),
       ...extra,
     },
+  });
+}
+
+/**
+ * The answer to `GET /addresses/{id}` of an address the caller holds: 200 with its ETag, or 304
+ * when `If-None-Match` matches (the route's, and routes/address_front.ts's).
+ */
+export function addressAnswer(
+  stored: StoredAddress,
+  request: { type: string; requestId: string; ifNoneMatch: string | null | undefined },
+): Response {
+  return conditionalJson(JSON.stringify(stored.address), {
+    type: request.type,
+    etag: versionEtag(stored.versionstamp),
+    cacheControl: ADDRESS_CACHE_CONTROL,
+    requestId: request.requestId,
+    ifNoneMatch: request.ifNoneMatch,
   });
 }
 
@@ -84,17 +101,10 @@ export function addressRoutes(
   app.openapi(listAddresses, async (c) => {
     const type = negotiateJson(c.req.header("accept"));
     const { limit, cursor } = c.req.valid("query");
-    const page = await addresses.list(c.get("caller").owner, {
-      limit: limit ?? PAGE_SIZE.default,
-      cursor,
-    });
-    const body = { addresses: page.items.map((s) => s.address), nextCursor: page.nextCursor };
     return preEncoded(
-      new Response(JSON.stringify(body), {
-        headers: {
-          ...jsonHeaders(type, c.get("requestId")),
-          "cache-control": ADDRESS_CACHE_CONTROL,
-        },
+      await pageAnswer(addresses, c.get("caller").owner, { limit, cursor }, {
+        type,
+        requestId: c.get("requestId"),
       }),
     );
   });
@@ -104,10 +114,8 @@ export function addressRoutes(
     const { id } = c.req.valid("param");
     const stored = await addresses.get(c.get("caller").owner, id);
     if (!stored) throw new AppError("address-not-found", `No address has id ${id}.`);
-    return preEncoded(conditionalJson(JSON.stringify(stored.address), {
+    return preEncoded(addressAnswer(stored, {
       type,
-      etag: versionEtag(stored.versionstamp),
-      cacheControl: ADDRESS_CACHE_CONTROL,
       requestId: c.get("requestId"),
       ifNoneMatch: c.req.valid("header")["if-none-match"],
     }));

@@ -6,6 +6,7 @@ import type { Handler, Inner } from "./handler.ts";
 import { httpEntry } from "./entry.ts";
 import { withVaryOrigin } from "./cors.ts";
 import { withHotReads } from "../routes/books_front.ts";
+import { withAddressReads } from "../routes/address_front.ts";
 import { withCachedGraphql } from "../graphql/cached_front.ts";
 import { createGraphqlCaches } from "../graphql/caches.ts";
 import { accessRules, type Gate, openGate } from "../security/gate.ts";
@@ -89,9 +90,12 @@ export async function openEdge(
   const appFetch: Inner = (request, admission) => app.fetch(request, admission);
   const front = withHotReads(
     { books, logger },
-    withCachedGraphql(
-      { books, logger, results: graphqlCaches.results, config: config.graphql, access },
-      appFetch,
+    withAddressReads(
+      { addresses: store.addresses, logger },
+      withCachedGraphql(
+        { books, logger, results: graphqlCaches.results, config: config.graphql, access },
+        appFetch,
+      ),
     ),
   );
   const cors = config.corsOrigins !== undefined;

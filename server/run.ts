@@ -104,7 +104,9 @@ export async function startServer(
             logFormat: logger.format,
             auth: config.auth,
             rateLimit: config.rateLimit,
-            maxAddressesPerOwner: config.maxAddressesPerOwner,
+            maxAddressesPerOwner: Number.isFinite(config.maxAddressesPerOwner)
+              ? config.maxAddressesPerOwner
+              : undefined,
           },
           logger,
           { logToStdout, denoFlags: config.grpcChildFlags, books: books.list() },

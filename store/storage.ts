@@ -4,6 +4,7 @@ import { isKvFile, openKv } from "./kv/open.ts";
 import { explainKvWait } from "./kv/locks.ts";
 import { guardStorage, type StorageHealth } from "./kv/storage_health.ts";
 import { openStore, type Store } from "./store.ts";
+import { openWriteLock, type WriteLock } from "./kv/write_lock.ts";
 
 /** What a server opens: the KV handle (closed last), the store over it, and its health. */
 export interface Storage {
@@ -42,8 +43,15 @@ export async function openStorage(options: {
     throw error;
   }
   let storage: StorageHealth | undefined;
+  let writeLock: WriteLock | undefined;
   try {
-    const guarded = await guardStorage(options.wrapKv?.(kv) ?? kv, { logger, label, file });
+    if (file !== undefined) writeLock = await openWriteLock(file);
+    const guarded = await guardStorage(options.wrapKv?.(kv) ?? kv, {
+      logger,
+      label,
+      file,
+      writeLock,
+    });
     storage = guarded.health;
     const store = await openStore(guarded.kv, {
       seedBooks: options.seedBooks,
@@ -56,7 +64,9 @@ export async function openStorage(options: {
     });
     return { kv, store, storage };
   } catch (error) {
-    await storage?.close();
+    // The storage's close closes the lock too; without a storage it is closed here.
+    if (storage !== undefined) await storage.close();
+    else writeLock?.close();
     kv.close();
     throw error;
   } finally {

@@ -16,24 +16,31 @@ import {
   V2,
 } from "./support/requests.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
+import { MAX_BLOCK } from "../store/addresses/id_blocks.ts";
 
-/** The model: what the address book must hold, the ids the server generated, idempotency keys. */
+/**
+ * The model: what the address book must hold, the ids the server allocated, idempotency keys, and
+ * what the model knows of the id counter: at least `floor` (the highest id allocated or refused
+ * as allocated); the server may have reserved up to MAX_BLOCK more for POST.
+ */
 interface Model {
   addresses: Map<number, Address>;
-  generated: Set<number>;
+  allocated: Set<number>;
+  floor: number;
   keys: Map<string, { body: string; answer: Address }>;
 }
 
 function newModel(): Model {
-  return { addresses: new Map(), generated: new Set(), keys: new Map() };
+  return { addresses: new Map(), allocated: new Set(), floor: 0, keys: new Map() };
 }
 
-/** A generated id (POST, v1 PUT of an absent id): held by no address, never handed out before. */
+/** A generated id (POST, v1 PUT of an absent id): held by no address, never allocated before. */
 function assertFreshId(model: Model, id: number, what: string): void {
   assert.ok(Number.isSafeInteger(id) && id > 0, `${what} answered id ${id}`);
   assert.ok(!model.addresses.has(id), `${what} handed out id ${id}, which an address holds`);
-  assert.ok(!model.generated.has(id), `${what} handed out id ${id} a second time`);
-  model.generated.add(id);
+  assert.ok(!model.allocated.has(id), `${what} handed out id ${id} a second time`);
+  model.allocated.add(id);
+  model.floor = Math.max(model.floor, id);
 }
 
 /** The system under test: a server on a KV file that outlives restarts. */
@@ -46,19 +53,30 @@ function trimmed(input: Input): Input {
   return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, v.trim()])) as Input;
 }
 
-/** Picks an id: one the model holds (by index), or one it does not (never used, or deleted). */
-type IdChoice = { existing: true; index: number } | { existing: false; offset: number };
+/**
+ * Picks an id: one the model holds (by index), one it does not (deleted, reserved or never used),
+ * or one certainly above the id counter (`beyond`: never allocated).
+ */
+type IdChoice =
+  | { existing: true; index: number }
+  | { existing: false; offset: number; beyond?: boolean };
 
 const idChoice: fc.Arbitrary<IdChoice> = fc.oneof(
   { weight: 3, arbitrary: fc.nat(50).map((index) => ({ existing: true as const, index })) },
   { weight: 1, arbitrary: fc.nat(5).map((offset) => ({ existing: false as const, offset })) },
+  {
+    weight: 1,
+    arbitrary: fc.nat(5).map((offset) => ({ existing: false as const, offset, beyond: true })),
+  },
 );
 
 function resolveId(model: Model, choice: IdChoice): number {
   const ids = [...model.addresses.keys()];
   if (choice.existing && ids.length > 0) return ids[choice.index % ids.length]!;
+  const offset = choice.existing ? 0 : choice.offset;
+  if (!choice.existing && choice.beyond) return model.floor + MAX_BLOCK + 1 + offset;
   // An id no address holds: a deleted or never-used one.
-  for (let id = 1 + (choice.existing ? 0 : choice.offset);; id++) {
+  for (let id = 1 + offset;; id++) {
     if (!model.addresses.has(id)) return id;
   }
 }
@@ -129,11 +147,25 @@ class PutV2 implements fc.AsyncCommand<Model, Real> {
     const res = await api(real).put(id, this.input, { "content-type": V2 });
     const body = await res.json();
     const expected = { id, ...trimmed(this.input) };
-    // Version 2 (RFC 9110): replaced whole, name included (200), or created at the path id (201).
-    assert.equal(res.status, model.addresses.has(id) ? 200 : 201);
-    assert.equal(res.headers.get("content-type"), V2);
-    assert.deepEqual(body, expected);
-    model.addresses.set(id, expected);
+    // Version 2 (RFC 9110): replaced whole, name included (200), or created at the path id (201)
+    // when the id was never allocated (above the counter); an id allocated once (deleted, or
+    // reserved by the server) is 409 `id-taken`. Between the floor and the ids the server may
+    // have reserved, either answer is right, and says where the counter is.
+    const existing = model.addresses.has(id);
+    const allocated = !existing && id <= model.floor;
+    const unknown = !existing && !allocated && id <= model.floor + MAX_BLOCK;
+    if (allocated || (unknown && res.status === 409)) {
+      assert.equal(res.status, 409);
+      assert.equal(body.errors[0].error, "id-taken");
+      model.floor = Math.max(model.floor, id);
+    } else {
+      assert.equal(res.status, existing ? 200 : 201);
+      assert.equal(res.headers.get("content-type"), V2);
+      assert.deepEqual(body, expected);
+      model.addresses.set(id, expected);
+      model.allocated.add(id);
+      model.floor = Math.max(model.floor, id);
+    }
     await compare(model, real, this.toString());
   }
   toString = () => `putV2(${JSON.stringify(this.choice)}, ${JSON.stringify(this.input)})`;

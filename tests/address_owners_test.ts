@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { AppError } from "../lib/errors.ts";
 import { openAddressStore } from "../store/addresses/repository.ts";
-import { MAX_ID } from "../store/addresses/keys.ts";
+import { COUNTER, MAX_ID, MAX_PUT_AHEAD } from "../store/addresses/keys.ts";
 
 const input = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
 const isCode = (code: string) => (e: unknown) => e instanceof AppError && e.code === code;
@@ -85,112 +85,93 @@ Deno.test("index entry and record share the versionstamp (the ETag) after each w
   });
 });
 
-Deno.test("v2 PUT creates at the path id; POST skips ids PUT created", async () => {
+Deno.test("v2 PUT creates above the id counter and moves it; at or below it, 409 unless it is the caller's own", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = openAddressStore(kv);
+  const counter = async () => Number((await kv.get<Deno.KvU64>(COUNTER)).value?.value ?? 0n);
   const at3 = await store.putAt("alice", 3, input);
   assert.equal(at3.created, true);
   assert.deepEqual(at3.address, { id: 3, ...input });
-  const at4 = await store.putAt("bob", 4, input);
-  assert.equal(at4.created, true);
-  // Repeating is idempotent: replaced whole, same state.
+  assert.equal(await counter(), 3, "the counter moved to the id");
+  assert.equal((await store.putAt("bob", 4, input)).created, true);
+  // Repeating is idempotent: the caller's own address is replaced whole.
   const again = await store.putAt("alice", 3, { ...input, name: "Grace" });
   assert.equal(again.created, false);
   assert.deepEqual(again.address, { id: 3, ...input, name: "Grace" });
+  // At or below the counter: never used (1), another owner's (4), deleted (3, even for its
+  // owner): one answer, so it tells nothing of other owners, and no id is used twice.
+  await store.delete("alice", 3);
+  for (const [owner, id] of [["carol", 1], ["alice", 4], ["alice", 3], ["bob", 3]] as const) {
+    await assert.rejects(store.putAt(owner, id, input), isCode("id-taken"), `${owner} at ${id}`);
+  }
+  // POST goes on above the counter (one process, one creation at a time: no gap).
   const ids = [];
   for (let i = 0; i < 4; i++) ids.push((await store.create("carol", input)).address.id);
-  assert.deepEqual(ids, [1, 2, 5, 6]);
-
-  // The largest id; POST is unaffected by it.
-  const top = await store.putAt("alice", MAX_ID, input);
-  assert.equal(top.address.id, MAX_ID);
-  assert.equal((await store.create("alice", input)).address.id, 7);
-  assert.deepEqual((await store.get("alice", MAX_ID))?.address, { id: MAX_ID, ...input });
-
-  // If-Match on an absent id fails; an absent id is created without it.
-  await assert.rejects(store.putAt("alice", 100, input, () => true), isCode("precondition-failed"));
+  assert.deepEqual(ids, [5, 6, 7, 8]);
+  // Far above the counter is refused too: one PUT must not use up the ids POST hands out.
+  const last = await counter();
+  await assert.rejects(store.putAt("alice", last + MAX_PUT_AHEAD + 1, input), isCode("id-taken"));
+  await assert.rejects(store.putAt("alice", MAX_ID, input), isCode("id-taken"));
+  const far = await store.putAt("alice", last + MAX_PUT_AHEAD, input);
+  assert.equal(far.created, true);
+  assert.equal(await counter(), last + MAX_PUT_AHEAD);
+  // POST may still hand out ids of a block it reserved before: below the PUT's, never it.
+  assert.notEqual((await store.create("alice", input)).address.id, far.address.id);
+  // If-Match on an id the caller does not hold fails, wherever the id is.
+  for (const id of [1, 4, far.address.id + 5]) {
+    await assert.rejects(
+      store.putAt("carol", id, input, () => true),
+      isCode("precondition-failed"),
+    );
+  }
 });
 
-Deno.test("POST batches skip a run of PUT-created ids longer than the batch", async () => {
-  using kv = await Deno.openKv(":memory:");
-  const store = openAddressStore(kv, { maxBatch: 4 });
-  for (let id = 1; id <= 10; id++) await store.putAt("alice", id, input);
-  await store.putAt("alice", 12, input);
-  const created = await Promise.all(Array.from({ length: 6 }, () => store.create("bob", input)));
-  assert.deepEqual(created.map((c) => c.address.id).toSorted((a, b) => a - b), [
-    11,
-    13,
-    14,
-    15,
-    16,
-    17,
-  ]);
-});
-
-/** The KV handle, counting the range reads (`list`) made through it. */
-function countingLists(kv: Deno.Kv): { kv: Deno.Kv; lists: () => number } {
-  let lists = 0;
+/** The KV handle, counting the reads of the id counter made through it. */
+function countingCounterReads(kv: Deno.Kv): { kv: Deno.Kv; reads: () => number } {
+  let reads = 0;
   const counted = new Proxy(kv, {
     get(target, name) {
-      if (name === "list") lists++;
       const value = Reflect.get(target, name, target);
-      return typeof value === "function" ? value.bind(target) : value;
+      if (name !== "get") return typeof value === "function" ? value.bind(target) : value;
+      return (key: Deno.KvKey, ...rest: unknown[]) => {
+        if (key.join("/") === COUNTER.join("/")) reads++;
+        return value.apply(target, [key, ...rest]);
+      };
     },
   });
-  return { kv: counted, lists: () => lists };
+  return { kv: counted, reads: () => reads };
 }
 
-Deno.test("POST looks for PUT-created ids only when its batch may reach one", async () => {
+Deno.test("POST reserves ids in blocks that grow with demand: few counter reads, no gap in one process", async () => {
   using kv = await Deno.openKv(":memory:");
-  const counting = countingLists(kv);
+  const counting = countingCounterReads(kv);
   const store = openAddressStore(counting.kv);
-  const ids = async (n: number) => {
-    const out = [];
-    for (let i = 0; i < n; i++) out.push((await store.create("bob", input)).address.id);
-    return out;
-  };
-  // A fresh KV has no NEXT_TAKEN yet: the first batch looks once and records that none is taken.
-  assert.deepEqual(await ids(3), [1, 2, 3]);
-  assert.equal(counting.lists(), 1);
-  assert.deepEqual(await ids(3), [4, 5, 6]);
-  assert.equal(counting.lists(), 1, "no range read while no id above the counter is taken");
-  // A PUT far above the counter, and one far below it, changes nothing until POST gets there.
-  await store.putAt("alice", 9, input);
-  await store.putAt("alice", 1_000_000, input);
-  assert.deepEqual(await ids(2), [7, 8]);
-  assert.equal(counting.lists(), 1);
-  assert.deepEqual(await ids(2), [10, 11]);
-  assert.equal(counting.lists(), 2, "one range read to step over id 9");
-  assert.deepEqual(await ids(2), [12, 13]);
-  assert.equal(counting.lists(), 2, "then none: the next taken id is 1,000,000");
-  assert.equal((await kv.get(["counters", "addresses_next_taken"])).value?.valueOf(), 1_000_000n);
+  const ids = [];
+  for (let i = 0; i < 300; i++) ids.push((await store.create("bob", input)).address.id);
+  assert.deepEqual(ids, Array.from({ length: 300 }, (_, i) => i + 1));
+  // Blocks of 1, 2, 4, … 256: nine reservations.
+  assert.ok(counting.reads() <= 10, `${counting.reads()} reservations for 300 creations`);
+  const burst = await Promise.all(Array.from({ length: 500 }, () => store.create("bob", input)));
+  assert.equal(new Set(burst.map((c) => c.address.id)).size, 500);
+  assert.ok(counting.reads() <= 14, `${counting.reads()} reservations after a burst`);
 });
 
-Deno.test("a KV from before NEXT_TAKEN: POST still skips ids PUT created above the counter", async () => {
+Deno.test("an id of a reserved block that an address holds meanwhile (an import) is dropped, never overwritten", async () => {
   using kv = await Deno.openKv(":memory:");
-  // The layout of the previous version: records above the counter, no NEXT_TAKEN.
-  for (const id of [2, 3, 7]) {
-    const address = { id, ...input };
-    await kv.set(["addresses", id], { owner: "alice", address });
-    await kv.set(["owner_addresses", "alice", id], address);
+  const store = openAddressStore(kv, { maxPerOwner: Infinity });
+  // Grow this process's blocks, so ids past the last one used are reserved and unused.
+  for (let i = 0; i < 20; i++) await store.create("bob", input);
+  const reserved = Number((await kv.get<Deno.KvU64>(COUNTER)).value!.value);
+  assert.ok(reserved > 21, `the process holds unused ids up to ${reserved}`);
+  // As an import would write them: restored addresses at ids of that block.
+  for (const id of [21, 23]) {
+    const address = { id, ...input, name: "Restored" };
+    await kv.set(["addresses", id], { v: 2, owner: "carol", address });
+    await kv.set(["owner_addresses", "carol", id], address);
   }
-  await kv.set(["counters", "addresses"], new Deno.KvU64(1n));
-  const one = openAddressStore(kv, { maxBatch: 2 });
-  const two = openAddressStore(kv, { maxBatch: 3 });
-  const created = await Promise.all(
-    Array.from({ length: 8 }, (_, i) => (i % 2 ? one : two).create("bob", input)),
-  );
-  assert.deepEqual(created.map((c) => c.address.id).toSorted((a, b) => a - b), [
-    4,
-    5,
-    6,
-    8,
-    9,
-    10,
-    11,
-    12,
-  ]);
-  assert.equal((await kv.get(["counters", "addresses_next_taken"])).value?.valueOf(), 0n);
+  const created = await Promise.all(Array.from({ length: 3 }, () => store.create("bob", input)));
+  assert.deepEqual(created.map((c) => c.address.id).toSorted((a, b) => a - b), [22, 24, 25]);
+  for (const id of [21, 23]) assert.equal((await store.get("carol", id))?.address.name, "Restored");
 });
 
 Deno.test("concurrent POSTs and v2 PUTs from two stores on one KV never share an id", async () => {

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { BackupLineError } from "../store/backup/format.ts";
 import { importKv, ImportRefused } from "../store/backup/import.ts";
 import { migrateKv } from "../store/layout/migrate.ts";
+import { openAddressStore } from "../store/addresses/repository.ts";
+import { AppError } from "../lib/errors.ts";
 import {
   addressOf,
   backupText,
@@ -67,9 +69,9 @@ Deno.test("export while serving, import into a fresh KV: the server lists exactl
         const res = await addressBook(server.httpUrl, auth("alice")).delete(id);
         assert.equal(res.status, 204, `delete ${id}`);
       }
-      counter = 30;
-      // A v2 PUT just above the counter: POST must step over it after the move too.
-      const above = await addressBook(server.httpUrl, auth("bob")).put(32, addressOf(32), {
+      // A v2 PUT above the counter (30 creations reserved at most 31 ids) moves it there.
+      counter = 40;
+      const above = await addressBook(server.httpUrl, auth("bob")).put(40, addressOf(40), {
         "content-type": V2,
       });
       assert.equal(above.status, 201);
@@ -80,7 +82,7 @@ Deno.test("export while serving, import into a fresh KV: the server lists exactl
         KV_PATH: source,
       });
       assert.equal(exported.code, 0, exported.stderr);
-      assert.match(exported.stderr, /export: 29 addresses, id counter 30/);
+      assert.match(exported.stderr, /export: 29 addresses, id counter 40/);
     } finally {
       await server.stop();
     }
@@ -111,7 +113,7 @@ Deno.test("export while serving, import into a fresh KV: the server lists exactl
           (await (await addressBook(moved.httpUrl, auth("alice")).create(addressOf(i))).json()).id,
         );
       }
-      assert.deepEqual(ids, [counter + 1, counter + 3, counter + 4], "no id handed out twice");
+      assert.deepEqual(ids, [counter + 1, counter + 2, counter + 3], "no id handed out twice");
     } finally {
       await moved.stop();
     }
@@ -295,6 +297,19 @@ Deno.test("an import into a KV that needs a migration is refused, naming deno ta
   await assert.rejects(importText(kv, backupText(20).replace('"owner":"alice"', '"owner":"x"')), (
     e,
   ) => e instanceof ImportRefused);
+});
+
+Deno.test("a file with ids above its counter (exported by layout 2) raises the counter past them: no id is handed out or PUT again", async () => {
+  using kv = await Deno.openKv(":memory:");
+  // Layout 2 let a v2 PUT create above the counter without moving it: ids 4 and 5 here.
+  await importText(kv, backupText(5, 3));
+  assert.equal(Number((await kv.get<Deno.KvU64>(["counters", "addresses"])).value), 5);
+  const store = openAddressStore(kv, { maxPerOwner: Infinity });
+  await assert.rejects(
+    store.putAt("someone", 5, addressOf(5)),
+    (e) => e instanceof AppError && e.code === "id-taken",
+  );
+  assert.equal((await store.create("someone", addressOf(6))).address.id, 6);
 });
 
 Deno.test("kill -9 in the middle of deno task import, then again: the same KV as one uninterrupted import", async () => {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { type Layout1Fixture, loadKv } from "./fixtures/layout1_generate.ts";
 import { CURRENT_LAYOUT } from "../store/layout/layout.ts";
+import { RECORD_VERSION } from "../store/addresses/keys.ts";
 import { migrateKv } from "../store/layout/migrate.ts";
 import { openStore } from "../store/store.ts";
 import {
@@ -15,7 +16,7 @@ import {
   writeLayout1,
 } from "./support/kv_tools.ts";
 import { runMain } from "./support/process.ts";
-import { addressBook, bearer } from "./support/requests.ts";
+import { addressBook, bearer, V2 } from "./support/requests.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
 import { serveMain } from "./support/served.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
@@ -61,7 +62,7 @@ Deno.test("a fresh KV is marked with the current layout, once, when several open
   assert.deepEqual((await kv.get(["meta", "layout"])).value, { version: CURRENT_LAYOUT });
   const created = await stores[1]!.addresses.create("alice", addressOf(1));
   assert.deepEqual((await kv.get(["addresses", created.address.id])).value, {
-    v: CURRENT_LAYOUT,
+    v: RECORD_VERSION,
     owner: "alice",
     address: created.address,
   });
@@ -102,16 +103,16 @@ Deno.test("today's KV (layout 1, the fixture): refused without a migration, then
     assert.notEqual(refused.code, 0);
     assert.equal(
       refused.line,
-      `the KV (${path}) has storage layout 1; this version needs layout 2: run ` +
+      `the KV (${path}) has storage layout 1; this version needs layout 3: run ` +
         "`deno task migrate` first, or start with MIGRATE_ON_START=true",
     );
     assert.deepEqual(await dumpFile(path), FIXTURE.entries, "refusing wrote nothing");
 
     const migrated = await runTool("migrate", [], { KV_PATH: path });
     assert.equal(migrated.code, 0, migrated.stderr);
-    assert.match(migrated.stderr, /is at layout 2 now \(was 1\)/);
+    assert.match(migrated.stderr, /is at layout 3 now \(was 1\)/);
     const entries = await dumpFile(path);
-    assert.deepEqual(layoutOf(entries), { version: 2 });
+    assert.deepEqual(layoutOf(entries), { version: 3 });
     const keys = entries.map((e) => JSON.stringify(e.key));
     assert.ok(!keys.includes('["migrations","address_owners"]'), "the old marker is gone");
     assert.ok(!keys.includes('["meta","migration"]'), "no progress left");
@@ -119,12 +120,14 @@ Deno.test("today's KV (layout 1, the fixture): refused without a migration, then
     for (const e of entries.filter((e) => e.key[0] === "addresses")) {
       assert.equal((e as { value: { v: number } }).value.v, 2, JSON.stringify(e));
     }
-    // Everything else (catalogue, counters, Idempotency-Keys) is as today's code left it.
+    // Everything else (catalogue, Idempotency-Keys) is as today's code left it; the counter moved
+    // past the v2 PUT at 1000 (layout 3), and layout 2's mark is gone.
     const untouched = (all: typeof entries) =>
-      all.filter((e) =>
-        ["books", "catalogue", "counters", "idempotency"].includes(String(e.key[0]))
-      );
+      all.filter((e) => ["books", "catalogue", "idempotency"].includes(String(e.key[0])));
     assert.deepEqual(untouched(entries), untouched(FIXTURE.entries));
+    assert.deepEqual(entries.filter((e) => e.key[0] === "counters"), [
+      { key: ["counters", "addresses"], u64: "1000" },
+    ]);
 
     // The server lists for each owner exactly what today's server listed.
     const open = await spawnServer({ KV_PATH: path, GRPC_PORT: "off" });
@@ -149,17 +152,104 @@ Deno.test("today's KV (layout 1, the fixture): refused without a migration, then
         const page = await (await fetch(`${secured.httpUrl}/addresses`, { headers: auth })).json();
         assert.deepEqual(page.addresses, FIXTURE.listed[owner], owner);
       }
-      // POST continues after today's counter (15) and still skips the v2 PUT at 1000.
+      // POST continues past the v2 PUT at 1000 (ids 16 to 999 are gone: never reused).
       const bob = bearer(await hsToken({ sub: "bob", scope }));
       const next = await addressBook(secured.httpUrl, bob).create(addressOf(0));
-      assert.equal((await next.json()).id, 16);
+      assert.equal((await next.json()).id, 1001);
     } finally {
       await secured.stop();
     }
     // Migrating again finds nothing to do.
     const again = await runTool("migrate", [], { KV_PATH: path });
     assert.equal(again.code, 0);
-    assert.match(again.stderr, /is at layout 2 already/);
+    assert.match(again.stderr, /is at layout 3 already/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/**
+ * The KV the previous layout's server wrote: tests/fixtures/layout1_generate.ts run at 8b3bb75,
+ * the last commit of layout 2 (its output renamed layout2_kv.json). Bob's v2 PUTs created 1000,
+ * above the counter (15), and 7, an id alice had deleted.
+ */
+const LAYOUT2: Layout1Fixture = JSON.parse(
+  await Deno.readTextFile(new URL("./fixtures/layout2_kv.json", import.meta.url)),
+);
+
+/** The versionstamp of every entry of a KV file, by key. */
+async function versionstamps(path: string): Promise<Map<string, string>> {
+  return await withKv(path, async (kv) => {
+    const stamps = new Map<string, string>();
+    for await (const e of kv.list({ prefix: [] })) {
+      stamps.set(JSON.stringify(e.key), e.versionstamp);
+    }
+    return stamps;
+  });
+}
+
+Deno.test("the previous layout (2, the fixture): migrated to 3, the counter passes the highest id and nothing else changes; then v2 PUT refuses every allocated id alike", async () => {
+  const { dir, path } = await tempKv();
+  try {
+    await withKv(path, (kv) => loadKv(kv, LAYOUT2.entries));
+    const refused = await refusedStart({ KV_PATH: path });
+    assert.equal(
+      refused.line,
+      `the KV (${path}) has storage layout 2; this version needs layout 3: run ` +
+        "`deno task migrate` first, or start with MIGRATE_ON_START=true",
+    );
+    const before = await versionstamps(path);
+    const migrated = await runTool("migrate", [], { KV_PATH: path });
+    assert.equal(migrated.code, 0, migrated.stderr);
+    assert.match(migrated.stderr, /is at layout 3 now \(was 2\)/);
+    const entries = await dumpFile(path);
+    const kept = (all: DumpedEntry[]) =>
+      all.filter((e) => !["counters", "meta"].includes(String(e.key[0])));
+    assert.deepEqual(kept(entries), kept(LAYOUT2.entries));
+    assert.deepEqual(entries.filter((e) => e.key[0] === "counters"), [
+      { key: ["counters", "addresses"], u64: "1000" },
+    ]);
+    assert.deepEqual(layoutOf(entries), { version: 3 });
+    // No record was rewritten: every ETag stays.
+    const after = await versionstamps(path);
+    for (const [key, stamp] of before) {
+      if (/^\["(owner_)?addresses"/.test(key)) assert.equal(after.get(key), stamp, key);
+    }
+
+    const server = await spawnServer({ KV_PATH: path, GRPC_PORT: "off", AUTH_JWT_SECRET: SECRET });
+    try {
+      const scope = "addresses:read addresses:write";
+      const as = async (sub: string) =>
+        addressBook(server.httpUrl, bearer(await hsToken({ sub, scope })));
+      const [alice, bob] = [await as("alice"), await as("bob")];
+      assert.deepEqual(await alice.listAll(), LAYOUT2.listed.alice);
+      assert.deepEqual(await bob.listAll(), LAYOUT2.listed.bob);
+      assert.equal((await alice.delete(14)).status, 204);
+      const v2 = { "content-type": V2 };
+      // Bob's (above the old counter, and an id alice had deleted), alice's deleted one, one never
+      // used below the counter: the same answer to anyone who does not hold it.
+      const answers = [];
+      for (
+        const [api, id] of [[alice, 1000], [alice, 7], [alice, 14], [bob, 14], [
+          alice,
+          500,
+        ]] as const
+      ) {
+        const res = await api.put(id, addressOf(id), v2);
+        assert.equal(res.status, 409, `PUT ${id}`);
+        const body = await res.json();
+        answers.push(body.errors[0].detail.replace(String(id), "<id>"));
+        assert.equal(body.errors[0].error, "id-taken");
+      }
+      assert.equal(new Set(answers).size, 1, answers.join(" | "));
+      assert.equal((await bob.put(1000, addressOf(1000), v2)).status, 200, "bob's own");
+      const created = await alice.put(1001, addressOf(1001), v2);
+      assert.equal(created.status, 201);
+      assert.equal((await created.json()).id, 1001);
+      assert.ok((await (await alice.create(addressOf(1))).json()).id > 1001);
+    } finally {
+      await server.stop();
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -181,7 +271,7 @@ Deno.test("MIGRATE_ON_START=true: two servers starting together on the fixture m
       await b.stop();
     }
     const entries = await dumpFile(path);
-    assert.deepEqual(layoutOf(entries), { version: 2 });
+    assert.deepEqual(layoutOf(entries), { version: CURRENT_LAYOUT });
     assert.deepEqual(countsOf(entries), { "": 4, alice: 5, bob: 7 }, "each address counted once");
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -206,7 +296,7 @@ Deno.test("deno serve --parallel with MIGRATE_ON_START=true: the workers migrate
       await server.stop();
     }
     const entries = await dumpFile(path);
-    assert.deepEqual(layoutOf(entries), { version: 2 });
+    assert.deepEqual(layoutOf(entries), { version: CURRENT_LAYOUT });
     assert.deepEqual(countsOf(entries), { "": 4, alice: 5, bob: 7 });
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -217,16 +307,18 @@ Deno.test("a KV of a newer layout: the server, migrate and export refuse it with
   const { dir, path } = await tempKv();
   try {
     await withKv(path, async (kv) => {
-      await kv.set(["meta", "layout"], { version: 3 });
-      await kv.set(["addresses", 1], { v: 3, whatever: "a future shape" });
+      await kv.set(["meta", "layout"], { version: CURRENT_LAYOUT + 1 });
+      await kv.set(["addresses", 1], { v: CURRENT_LAYOUT + 1, whatever: "a future shape" });
     });
     const before = await dumpFile(path);
     const refused = await refusedStart({ KV_PATH: path, MIGRATE_ON_START: "true" });
-    assert.match(refused.line, /has storage layout 3, newer than this version's 2/);
+    const newer = `has storage layout ${CURRENT_LAYOUT + 1}, newer than this version's ` +
+      `${CURRENT_LAYOUT}`;
+    assert.ok(refused.line.includes(newer), refused.line);
     for (const tool of ["migrate", "export"] as const) {
       const run = await runTool(tool, [], { KV_PATH: path });
       assert.equal(run.code, 1, tool);
-      assert.match(run.stderr, /has storage layout 3, newer than this version's 2/);
+      assert.ok(run.stderr.includes(newer), run.stderr);
       assert.equal(run.stdout, "", "no partial export");
     }
     assert.deepEqual(await dumpFile(path), before);
@@ -314,7 +406,7 @@ Deno.test("kill -9 in the middle of deno task migrate, then again: the same KV a
     const [after, expected] = [await dumpFile(path), await dumpFile(reference)];
     assert.equal(after.length, expected.length);
     assert.deepEqual(after, expected);
-    assert.deepEqual(layoutOf(after), { version: 2 });
+    assert.deepEqual(layoutOf(after), { version: CURRENT_LAYOUT });
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -9,7 +9,8 @@ import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
 const SCOPES = "addresses:read addresses:write";
-const UNUSED_ID = 9_000_000;
+// Above any id the tests hand out, and within how far above the counter a v2 PUT may create.
+const UNUSED_ID = 500_000;
 
 interface Created extends Address {
   etag: string;
@@ -136,6 +137,47 @@ Deno.test("owners: another owner's addresses do not exist for the caller", async
       assert.equal(res.status, 401);
       await res.body?.cancel();
     });
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("owners: a v2 PUT tells nothing of other owners and never reuses an id: another owner's, a deleted and an allocated id answer alike", async () => {
+  const server = await startTestServer({ GRPC_PORT: "off", AUTH_JWT_SECRET: SECRET });
+  const as = async (sub: string) =>
+    addressBook(server.httpUrl, bearer(await hsToken({ sub, scope: SCOPES })));
+  const [alice, bob] = [await as("alice"), await as("bob")];
+  const v2 = { "content-type": "application/vnd.books.v2+json" };
+  const answer = async (res: Response) => {
+    const body = await res.json();
+    const id = Number(new URL(res.url).pathname.split("/").pop());
+    return { status: res.status, body: JSON.stringify(body).replaceAll(String(id), "<id>") };
+  };
+  try {
+    const ids: number[] = [];
+    for (const name of ["B1", "B2", "B3"]) {
+      ids.push((await (await bob.create(named(name))).json()).id);
+    }
+    const [live, deleted, last] = ids as [number, number, number];
+    assert.equal((await bob.delete(deleted)).status, 204);
+    const taken = await answer(await alice.put(live, named("Mallory"), v2));
+    assert.equal(taken.status, 409);
+    assert.match(taken.body, /"error":"id-taken"/);
+    // Bob's deleted id, to alice and to bob himself: the same answer (never reused).
+    assert.deepEqual(await answer(await alice.put(deleted, named("Mallory"), v2)), taken);
+    assert.deepEqual(await answer(await bob.put(deleted, named("B2 again"), v2)), taken);
+    // An id above every id handed out: created, and from then on taken for others alike.
+    const fresh = last + 5_000;
+    const created = await alice.put(fresh, named("Alice"), v2);
+    assert.equal(created.status, 201);
+    await created.body?.cancel();
+    assert.deepEqual(await answer(await bob.put(fresh, named("Mallory"), v2)), taken);
+    // Between the ids handed out and the one alice took: allocated, so taken too.
+    assert.deepEqual(await answer(await bob.put(fresh - 1, named("Bob"), v2)), taken);
+    // Bob's live address is his to replace; alice's is hers.
+    assert.equal((await bob.put(live, named("B1 v2"), v2)).status, 200);
+    assert.equal((await alice.put(fresh, named("Alice v2"), v2)).status, 200);
+    assert.equal((await (await bob.get(live)).json()).name, "B1 v2");
   } finally {
     await server.close();
   }

@@ -5,10 +5,14 @@ import { AppError } from "../lib/errors.ts";
 import { type AddressStore, openAddressStore } from "../store/addresses/repository.ts";
 import type { IdempotencyRecord } from "../store/addresses/keys.ts";
 import { FUZZ_SCALE, FUZZ_SEED } from "./support/fuzz.ts";
-import { addressBook, answerOf, sendJson } from "./support/requests.ts";
+import { addressBook, answerOf, bearer, errorCode, sendJson } from "./support/requests.ts";
+import { hsToken, SECRET } from "./support/tokens.ts";
 import { spawnServer, startTestServer } from "./support/server.ts";
+import { addressClient, grpcTransport, rpcFailure } from "./support/rpc_clients.ts";
+import { Code } from "@connectrpc/connect";
 
 const input = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
+const SCOPES = "addresses:read addresses:write";
 const isCode = (code: string) => (e: unknown) => e instanceof AppError && e.code === code;
 
 /** The stored count of an owner (absent: 0). */
@@ -214,27 +218,81 @@ async function apply(store: AddressStore, kv: Deno.Kv, s: Step): Promise<"ok" | 
   }
 }
 
-Deno.test("property: the count is always the addresses plus orphaned keys, and never passes the quota", async () => {
-  const quota = 4;
+Deno.test("property: the count is always the addresses plus orphaned keys, and never passes the quota (or without one, is summed exactly)", async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
-      using kv = await Deno.openKv(":memory:");
-      // Two stores: two processes' sweepers and group commits.
-      const stores = [0, 1].map(() => openAddressStore(kv, { maxPerOwner: quota }));
-      for (const [i, s] of steps.entries()) {
-        const outcome = await apply(stores[i % 2]!, kv, s);
-        for (const owner of OWNERS) {
-          const count = await storedCount(kv, owner);
-          assert.equal(count, await recount(kv, owner), `${owner} after ${JSON.stringify(s)}`);
-          assert.ok(count <= quota, `${owner} holds ${count}`);
+    fc.asyncProperty(
+      fc.constantFrom(4, Infinity),
+      fc.array(step, { minLength: 1, maxLength: 40 }),
+      async (quota, steps) => {
+        using kv = await Deno.openKv(":memory:");
+        // Two stores: two processes' sweepers and group commits.
+        const stores = [0, 1].map(() => openAddressStore(kv, { maxPerOwner: quota }));
+        for (const [i, s] of steps.entries()) {
+          const outcome = await apply(stores[i % 2]!, kv, s);
+          for (const owner of OWNERS) {
+            const count = await storedCount(kv, owner);
+            assert.equal(count, await recount(kv, owner), `${owner} after ${JSON.stringify(s)}`);
+            assert.ok(count <= quota, `${owner} holds ${count}`);
+          }
+          if (outcome === "quota") {
+            assert.equal(await storedCount(kv, OWNERS[s.owner]!), quota, "refused below the quota");
+          }
         }
-        if (outcome === "quota") {
-          assert.equal(await storedCount(kv, OWNERS[s.owner]!), quota, "refused below the quota");
-        }
-      }
-    }),
+      },
+    ),
     { seed: FUZZ_SEED, numRuns: Math.max(1, Math.round(60 * FUZZ_SCALE)) },
   );
+});
+
+/** The KV handle, recording the keys every atomic operation made through it checks. */
+function recordingChecks(kv: Deno.Kv): { kv: Deno.Kv; checked: string[] } {
+  const checked: string[] = [];
+  const recorded = new Proxy(kv, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target);
+      if (name !== "atomic") return typeof value === "function" ? value.bind(target) : value;
+      return () => {
+        const op = target.atomic();
+        const check = op.check.bind(op);
+        op.check = (...checks: Deno.AtomicCheck[]) => {
+          for (const c of checks) checked.push(JSON.stringify(c.key));
+          return check(...checks);
+        };
+        return op;
+      };
+    },
+  });
+  return { kv: recorded, checked };
+}
+
+Deno.test("without a quota the count is summed, never checked: exact across two processes, and right for a quota set later", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const recording = recordingChecks(kv);
+  const stores = [0, 1].map(() => openAddressStore(recording.kv, { maxPerOwner: Infinity }));
+  const created = await Promise.all(
+    Array.from(
+      { length: 200 },
+      (_, i) => stores[i % 2]!.create("", input, i % 10 ? undefined : `k${i}`),
+    ),
+  );
+  await Promise.all(
+    created.slice(0, 50).map((c, i) => stores[i % 2]!.delete("", c.address.id)),
+  );
+  await stores[0]!.putAt("", 1_000, input);
+  const count = await storedCount(kv, "");
+  assert.equal(count, await recount(kv, ""));
+  assert.equal(count, 151 + 5, "150 left, the PUT, and 5 orphaned keys of deleted addresses");
+  assert.ok(
+    !recording.checked.includes(JSON.stringify(["owner_counts", ""])),
+    "no operation checked the count",
+  );
+  // A quota set later finds the count right.
+  const limited = openAddressStore(kv, { maxPerOwner: count + 1 });
+  await limited.create("", input);
+  await assert.rejects(limited.create("", input), isCode("quota-exceeded"));
+  // Deleting everything leaves no count key, orphaned keys aside (swept once expired).
+  await stores[1]!.erase("");
+  assert.equal((await kv.get(["owner_counts", ""])).versionstamp, null);
 });
 
 Deno.test("MAX_ADDRESSES_PER_OWNER over a socket: POST, v1 PUT and v2 PUT past it are 409 quota-exceeded", async () => {
@@ -330,5 +388,75 @@ Deno.test("MIGRATE_ON_START and MAX_ADDRESSES_PER_OWNER are validated with one l
   assert.equal(config.maxAddressesPerOwner, 25);
   const defaults = loadConfig({});
   assert.equal(defaults.migrateOnStart, false);
-  assert.equal(defaults.maxAddressesPerOwner, 10000);
+});
+
+Deno.test("MAX_ADDRESSES_PER_OWNER: unset, no quota with auth off and 10,000 with auth on; set, that value in both modes", () => {
+  const authOn = { AUTH_JWT_SECRET: SECRET };
+  assert.equal(loadConfig({}).maxAddressesPerOwner, Infinity);
+  assert.equal(loadConfig(authOn).maxAddressesPerOwner, 10_000);
+  assert.equal(loadConfig({ MAX_ADDRESSES_PER_OWNER: "25" }).maxAddressesPerOwner, 25);
+  assert.equal(loadConfig({ ...authOn, MAX_ADDRESSES_PER_OWNER: "25" }).maxAddressesPerOwner, 25);
+});
+
+/** Sets an owner's stored count, as if they had created `n` addresses (a fast way to the quota). */
+async function setStoredCount(kvPath: string, owner: string, n: number): Promise<void> {
+  using kv = await Deno.openKv(kvPath);
+  await kv.set(["owner_counts", owner], new Deno.KvU64(BigInt(n)));
+}
+
+Deno.test("defaults over a socket: with auth off an owner past 10,000 still creates; with auth on the 10,001st is 409", async () => {
+  const open = await startTestServer({ GRPC_PORT: "off" });
+  try {
+    // The anonymous owner's count as after 10,000 creations (the old default quota).
+    await setStoredCount(open.kvPath, "", 10_000);
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await addressBook(open.httpUrl).create(input)).status, 201);
+    }
+    using kv = await Deno.openKv(open.kvPath);
+    assert.equal(await storedCount(kv, ""), 10_003, "the count stays exact without a quota");
+  } finally {
+    await open.close();
+  }
+  const authed = await startTestServer({ GRPC_PORT: "off", AUTH_JWT_SECRET: SECRET });
+  try {
+    const alice = addressBook(
+      authed.httpUrl,
+      bearer(await hsToken({ sub: "alice", scope: SCOPES })),
+    );
+    const bob = addressBook(authed.httpUrl, bearer(await hsToken({ sub: "bob", scope: SCOPES })));
+    await setStoredCount(authed.kvPath, "alice", 9_999);
+    assert.equal((await alice.create(input)).status, 201, "the 10,000th");
+    const refused = await alice.create(input);
+    assert.equal(refused.status, 409, "the 10,001st");
+    assert.equal(await errorCode(refused), "quota-exceeded");
+    assert.equal((await bob.create(input)).status, 201, "another owner has a quota of their own");
+  } finally {
+    await authed.close();
+  }
+});
+
+Deno.test("the gRPC listener's process applies the HTTP process's quota: none with auth off, a set one alike", async () => {
+  // The child is handed its settings as JSON, which has no Infinity: "no quota" must not arrive
+  // as null and become the default.
+  const open = await startTestServer({});
+  try {
+    await setStoredCount(open.kvPath, "", 10_000);
+    const grpc = addressClient(grpcTransport(open.grpcUrl!));
+    const created = await grpc.createAddress({ address: input });
+    assert.ok(created.id > 0n);
+    using kv = await Deno.openKv(open.kvPath);
+    assert.equal(await storedCount(kv, ""), 10_001);
+  } finally {
+    await open.close();
+  }
+  const capped = await startTestServer({ MAX_ADDRESSES_PER_OWNER: "1" });
+  try {
+    const grpc = addressClient(grpcTransport(capped.grpcUrl!));
+    await grpc.createAddress({ address: input });
+    const refused = await rpcFailure(grpc.createAddress({ address: input }));
+    assert.equal(refused.code, Code.ResourceExhausted);
+    assert.equal((await addressBook(capped.httpUrl).create(input)).status, 409);
+  } finally {
+    await capped.close();
+  }
 });

@@ -106,7 +106,7 @@ export interface paths {
          * Version 1: replace city and postal code, or create with a new id. Version 2: store at this id
          * @description Version 1 (`application/json`, spec 4.6): the caller's existing address gets city and postalCode from the body and keeps its name (200); otherwise (absent, or another owner's) the body is stored as a new address with a generated id (201, Location of that id).
          *
-         *     Version 2 (`application/vnd.books.v2+json` in Content-Type or Accept, RFC 9110): an absent id is created at that id (201, Location of the path; any id from 1 to 2^53-1); the caller's existing address is replaced whole, name included (200); repeating the request leaves the same state. An id another owner holds is 409 `id-taken`.
+         *     Version 2 (`application/vnd.books.v2+json` in Content-Type or Accept, RFC 9110): the caller's existing address is replaced whole, name included (200); repeating the request leaves the same state. An id never allocated (above the id counter, by at most 1,000,000) is created at that id (201, Location of the path) and moves the counter. Any other id is 409 `id-taken`, whether another owner holds it, it was deleted or it was allocated and not used: ids are never reused, and the answer says nothing about other owners.
          *
          *     Needs the scope `addresses:write` when authentication is on.
          */
@@ -938,7 +938,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `id-taken` (version 2) */
+            /** @description `id-taken` (version 2: an id allocated before, or too far above) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -8,7 +8,6 @@
  */
 import type { AuthConfig, GrpcConnectionConfig, RateLimitConfig } from "../../lib/config.ts";
 import { ConfigError } from "../../lib/config_error.ts";
-import { DEFAULT_MAX_PER_OWNER } from "../../store/addresses/quota.ts";
 import type { Book } from "../../lib/schemas.ts";
 import { openGate } from "../../security/gate.ts";
 import { createLogger, type LogFormat, type LogLevel } from "../../lib/log.ts";
@@ -35,7 +34,10 @@ export interface GrpcChildConfig extends Partial<GrpcConnectionConfig> {
   /** The gate's settings: this process runs its own gate (its own rate-limit buckets). */
   auth: AuthConfig | undefined;
   rateLimit: RateLimitConfig | undefined;
-  /** `MAX_ADDRESSES_PER_OWNER` (the store's default when absent). */
+  /**
+   * `MAX_ADDRESSES_PER_OWNER` as the HTTP process resolved it; absent: no quota (JSON has no
+   * Infinity, which would arrive as null).
+   */
   maxAddressesPerOwner?: number;
   /**
    * The supervisor writes the catalogue it serves to stdin, as one line of JSON, which seeds KV
@@ -74,7 +76,7 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
     label: kvLabel({ kvPlatform: false, kvPath: config.kvPath }),
     seedBooks,
     migrateOnStart: false,
-    maxAddressesPerOwner: config.maxAddressesPerOwner ?? DEFAULT_MAX_PER_OWNER,
+    maxAddressesPerOwner: config.maxAddressesPerOwner ?? Infinity,
     logger,
   });
   const closeStorage = async () => {

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_ADDRESSES_PER_OWNER } from "../../lib/config.ts";
 import { AppError } from "../../lib/errors.ts";
 import {
   addressAt,
@@ -6,27 +7,23 @@ import {
   addressSizeBound,
 } from "../../lib/address.ts";
 import {
-  ADDRESS_PREFIX,
   addressKey,
   type AddressRecord,
-  COUNTER,
-  countKey,
   IDEMPOTENCY_TTL_MS,
   idempotencyKey,
   type IdempotencyRecord,
-  MAX_ID,
-  NEXT_TAKEN,
   ownerKey,
   RECORD_VERSION,
 } from "./keys.ts";
 import { atomicBudget, type Cost } from "../kv/atomic_budget.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts";
 import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
-import { type IdState, idState, readIdState } from "./id_counter.ts";
+import { idBlocks } from "./id_blocks.ts";
 import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
 import {
+  addToCount,
   countOf,
-  DEFAULT_MAX_PER_OWNER,
+  isLimited,
   type KeySweeper,
   quotaExceeded,
   readCounts,
@@ -39,59 +36,62 @@ export interface AddressStoreOptions {
   maxBatch?: number;
   /** Conflicts on the counter (other processes) retried before giving up with 503. */
   maxConflicts?: number;
-  /** `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`. */
+  /**
+   * `MAX_ADDRESSES_PER_OWNER`: creations past it are 409 `quota-exceeded`; `Infinity`: none.
+   * Absent: DEFAULT_MAX_ADDRESSES_PER_OWNER.
+   */
   maxPerOwner?: number;
   /** The layout this process opened; every write checks it (store/layout/layout.ts). */
   guard?: LayoutGuard;
 }
 
-// Besides its creations a batch checks the layout and the counter, and writes the counter and
-// NEXT_TAKEN (one mutation spare); each owner's count is part of the owner's first creation.
-const BATCH_RESERVE = { checks: 2, mutations: 3 };
+// Besides its creations a batch checks the layout (one check spare); each owner's count is part
+// of the owner's first creation.
+const BATCH_RESERVE = { checks: 2, mutations: 1 };
 
 /**
  * Upper bounds of what a creation adds to its atomic operation (UTF-16 units × 3 ≥ UTF-8): the
- * record and index entry, its key record if keyed, and, for an owner new to the batch, the check
- * and write of their count.
+ * check that its record is absent, the record and index entry, its key record if keyed, and, for
+ * an owner new to the batch, the write of their count (and its check while a quota applies).
  */
-function costOf(w: Waiter, newOwner: boolean): Cost {
+function costOf(w: Waiter, newOwner: boolean, limited: boolean): Cost {
   const fields = addressSizeBound(w.input);
   const keyed = w.key === undefined ? 0 : 1;
   const counted = newOwner ? 1 : 0;
   const ownerBytes = w.owner.length * 3;
   return {
     mutations: 2 + keyed + counted,
-    checks: keyed + counted,
+    checks: 1 + keyed + (limited ? counted : 0),
     valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 120),
-    keyBytes: 2 * ownerBytes + 64 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
+    keyBytes: 3 * ownerBytes + 96 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
       counted * (ownerBytes + 32),
   };
 }
 
-/** The id state and the counts of a batch's owners; one read when they are few. */
-async function readBatchState(
-  kv: Deno.Kv,
-  owners: string[],
-): Promise<[IdState, Map<string, Deno.KvEntryMaybe<Deno.KvU64>>]> {
-  if (owners.length > 8) return await Promise.all([readIdState(kv), readCounts(kv, owners)]);
-  const [counter, nextTaken, ...counts] = await withKvRetry(() =>
-    kv.getMany<Deno.KvU64[]>([COUNTER, NEXT_TAKEN, ...owners.map((owner) => countKey(owner))])
-  );
-  return [idState(counter!, nextTaken!), new Map(owners.map((owner, i) => [owner, counts[i]!]))];
+/** The ids among `ids` that an address holds already (read by contiguous runs). */
+async function heldAmong(kv: Deno.Kv, ids: readonly number[]): Promise<number[]> {
+  const held: number[] = [];
+  const sorted = [...ids].sort((a, b) => a - b);
+  for (let i = 0; i < sorted.length;) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++;
+    const selector = { start: addressKey(sorted[i]!), end: addressKey(sorted[j]! + 1) };
+    await withKvRetry(async () => {
+      for await (const e of kv.list(selector)) held.push(e.key[1] as number);
+    });
+    i = j + 1;
+  }
+  return held;
 }
 
 /**
- * The create batch (group commit): creations waiting in this process are committed together, one counter read
- * and one atomic operation per batch; each is answered only after its batch committed.
- *
- * Why ids stay unique across processes sharing one KV: the counter only advances in an atomic
- * operation that checks it, and an id above the counter is only ever taken by a v2 PUT that also
- * checks the counter and rewrites it (same value, new versionstamp), lowering NEXT_TAKEN in the
- * same operation. So neither NEXT_TAKEN nor the ids a batch skips because an address holds them
- * (read after the counter) can change before the batch commits unnoticed: any PUT above the
- * counter in between fails the batch's check, and the batch re-reads.
+ * The create batch (group commit): creations waiting in this process are committed together, in
+ * one atomic operation per batch, with ids from this process's blocks (id_blocks.ts); each is
+ * answered only after its batch committed. Each record is checked absent, so an id that turns out
+ * to be held (an import wrote it) fails the batch, which drops that id and tries again.
  * An Idempotency-Key is written in the same atomic operation, checked absent, so a key and its
- * address exist together or not at all.
+ * address exist together or not at all. While a quota applies, each owner's count is read,
+ * checked and set; while none does, it is added to with `sum` (quota.ts).
  */
 export function createIdAllocator(
   kv: Deno.Kv,
@@ -100,8 +100,10 @@ export function createIdAllocator(
 ) {
   const maxBatch = options.maxBatch ?? 200;
   const maxConflicts = options.maxConflicts ?? 50;
-  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_PER_OWNER;
+  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_ADDRESSES_PER_OWNER;
+  const limited = isLimited(maxPerOwner);
   const guard = options.guard ?? NO_GUARD;
+  const blocks = idBlocks(kv, guard, { maxConflicts });
   const queue: Waiter[] = [];
   let draining = false;
 
@@ -140,62 +142,30 @@ export function createIdAllocator(
     return admitted;
   }
 
-  /** Commits a prefix of `batch`; returns the waiters left for the next round. */
-  async function commitBatch(batch: Waiter[]): Promise<Waiter[]> {
+  /** Commits `batch`, each creation or its refusal answered. */
+  async function commitBatch(batch: Waiter[]): Promise<void> {
     for (let conflicts = 0;; conflicts++) {
       batch = await settleStoredKeys(kv, batch);
-      if (batch.length === 0) return [];
-      const owners = [...new Set(batch.map((w) => w.owner))];
-      const [state, counts] = await readBatchState(kv, owners);
-      const admitted = await admit(batch, counts);
-      if (admitted === undefined) continue;
-      batch = admitted;
-      if (batch.length === 0) return [];
-      const { last, nextTaken } = state;
-      // Ids above the counter that v2 PUTs created are skipped, not handed out again. They are
-      // looked up only when NEXT_TAKEN says the batch may reach one (or is unknown).
-      const taken = new Set<number>();
-      let bound = MAX_ID;
-      let listed = false, full = false;
-      if (nextTaken === null || (nextTaken !== 0 && nextTaken <= last + batch.length)) {
-        const limit = batch.length + 1;
-        await withKvRetry(async () => {
-          taken.clear();
-          const selector = { prefix: ADDRESS_PREFIX, start: addressKey(last + 1) };
-          for await (const e of kv.list(selector, { limit })) taken.add(e.key[1] as number);
-        });
-        listed = true;
-        // With a full page, ids past its last entry are unknown: allocate only up to it.
-        full = taken.size === limit;
-        if (full) bound = Math.max(...taken);
+      if (batch.length === 0) return;
+      let counts: Map<string, Deno.KvEntryMaybe<Deno.KvU64>> | undefined;
+      if (limited) {
+        counts = await readCounts(kv, [...new Set(batch.map((w) => w.owner))]);
+        const admitted = await admit(batch, counts);
+        if (admitted === undefined) continue;
+        batch = admitted;
+        if (batch.length === 0) return;
       }
-      const ids: number[] = [];
-      let next = last;
-      while (ids.length < batch.length && next < bound) {
-        next++;
-        if (!taken.has(next)) ids.push(next);
-      }
-      if (next === last) {
-        throw new AppError("service-unavailable", "No address id is left to hand out.");
-      }
-      const op = guard.check(kv.atomic())
-        .check(state.counter)
-        .set(COUNTER, new Deno.KvU64(BigInt(next)));
-      if (listed) {
-        // The lowest taken id past the new counter; past a full page nothing is known.
-        let after = 0;
-        for (const id of taken) if (id > next && (after === 0 || id < after)) after = id;
-        if (after === 0 && full) after = next + 1;
-        if (after !== nextTaken) op.set(NEXT_TAKEN, new Deno.KvU64(BigInt(after)));
-      }
-      // Only the waiters that get an id are committed, so only they count.
+      const ids = await blocks.next(batch.length);
+      const op = guard.check(kv.atomic());
       const after = new Map<string, number>();
-      for (const w of batch.slice(0, ids.length)) {
-        after.set(w.owner, (after.get(w.owner) ?? countOf(counts.get(w.owner)!)) + delta(w));
-      }
-      for (const [owner, count] of after) {
-        op.check(counts.get(owner)!);
-        setCount(op, owner, count);
+      for (const w of batch) after.set(w.owner, (after.get(w.owner) ?? 0) + delta(w));
+      for (const [owner, added] of after) {
+        if (counts === undefined) addToCount(op, owner, added);
+        else {
+          const count = counts.get(owner)!;
+          op.check(count);
+          setCount(op, owner, countOf(count) + added);
+        }
       }
       const expiresAt = Date.now() + IDEMPOTENCY_TTL_MS;
       const addresses = ids.map((id, i) => {
@@ -203,7 +173,8 @@ export function createIdAllocator(
         const address = addressAt(id, w.input);
         const record: AddressRecord = { v: RECORD_VERSION, owner: w.owner, address };
         if (w.key !== undefined) record.key = w.key;
-        op.set(addressKey(id), record).set(ownerKey(w.owner, id), address);
+        op.check({ key: addressKey(id), versionstamp: null })
+          .set(addressKey(id), record).set(ownerKey(w.owner, id), address);
         if (w.key !== undefined) {
           const key = idempotencyKey(w.owner, w.key);
           const kept: IdempotencyRecord = { v: RECORD_VERSION, address, expiresAt };
@@ -214,14 +185,17 @@ export function createIdAllocator(
       });
       const result = await withKvRetry(() => op.commit());
       if (result.ok) {
+        blocks.drop(ids);
         addresses.forEach((address, i) =>
           batch[i]!.resolve({ address, versionstamp: result.versionstamp, replayed: false })
         );
-        return batch.slice(ids.length);
+        return;
       }
       await guard.afterConflict();
+      // A key or a count changed meanwhile, or an id is held: those ids are not ours to use.
+      blocks.drop(await heldAmong(kv, ids));
       if (conflicts + 1 >= maxConflicts) {
-        throw new AppError("service-unavailable", "The id counter stayed contended.", {
+        throw new AppError("service-unavailable", "The create batch stayed contended.", {
           retryAfter: 1,
         });
       }
@@ -237,7 +211,7 @@ export function createIdAllocator(
     while (n < queue.length && n < maxBatch) {
       const w = queue[n]!;
       // The first creation goes whatever its size: alone it is within KV's limits.
-      if (!budget.take(costOf(w, !owners.has(w.owner))) && n > 0) break;
+      if (!budget.take(costOf(w, !owners.has(w.owner), limited)) && n > 0) break;
       owners.add(w.owner);
       n++;
     }
@@ -250,8 +224,7 @@ export function createIdAllocator(
       while (queue.length > 0) {
         const batch = takeBatch();
         try {
-          const left = await commitBatch(batch);
-          queue.unshift(...left);
+          await commitBatch(batch);
         } catch (error) {
           for (const w of batch) w.reject(error);
         }

@@ -2,7 +2,7 @@ import { AppError } from "../../lib/errors.ts";
 import { type Address, isStoredAddress } from "../../lib/address.ts";
 
 /**
- * The address book's KV layout, in one place (layout 2; store/layout/layout.ts has the version key,
+ * The address book's KV layout, in one place (layout 3; store/layout/layout.ts has the version key,
  * docs/operations.md the layouts' history and docs/storage.md why the keys are so), and the
  * owners that may be part of its keys.
  *
@@ -13,11 +13,11 @@ import { type Address, isStoredAddress } from "../../lib/address.ts";
  *   record, so both carry the same versionstamp (the ETag); it has the record's schema version.
  * - `["owner_counts", owner]` → `KvU64`: what counts toward the owner's quota: their addresses
  *   plus their orphaned Idempotency-Key records (below). Changed only in the atomic operations
- *   that create or delete those, each checking it; absent means 0.
- * - `["counters", "addresses"]` → `KvU64`: the last id POST handed out (or skipped as taken).
- * - `["counters", "addresses_next_taken"]` → `KvU64`: no address has an id between the counter
- *   and this one (0: none above the counter at all). Only v2 PUTs create addresses above the
- *   counter, and they lower it; POST looks for taken ids only when its batch would reach it.
+ *   that create or delete those: checked and set while a quota applies, added to with `sum`
+ *   (unchecked, exact all the same) while none does; absent means 0.
+ * - `["counters", "addresses"]` → `KvU64`: the highest id ever allocated. Every id at or below it
+ *   was reserved by a process for POST (id_blocks.ts) or taken by a v2 PUT; no address has an id
+ *   above it, so an id above it has never been used.
  * - `["idempotency", owner, key]` → `IdempotencyRecord`, kept 24 hours. While its address
  *   exists it counts nothing (the address counts); once that address is deleted it is
  *   "orphaned" and counts one until it is swept after its 24 hours.
@@ -51,13 +51,20 @@ export function ownerRefused(owner: string): AppError | undefined {
   return undefined;
 }
 
-/** The lowest id above the counter an address may hold (see the layout above). */
-export const NEXT_TAKEN = ["counters", "addresses_next_taken"] as const;
-
 /** Largest id: JSON numbers are exact up to 2^53 − 1. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
-/** The schema version of the records this code writes: the layout they belong to. */
+/**
+ * How far above the id counter a v2 PUT may create. A PUT above the counter moves the counter to
+ * its id; without a bound one PUT at MAX_ID would leave POST no id to hand out. Within this bound
+ * using up the id space takes billions of requests.
+ */
+export const MAX_PUT_AHEAD = 1_000_000;
+
+/**
+ * The schema version of the records this code writes: the layout that introduced their shape
+ * (layout 3 kept layout 2's records).
+ */
 export const RECORD_VERSION = 2;
 
 /** An address as stored under its global key. */

@@ -11,6 +11,7 @@ import { atomicBudget, keySize } from "../kv/atomic_budget.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import type { LayoutGuard } from "../layout/layout.ts";
 import { countOf, setCount } from "./quota.ts";
+import type { OwnerPages } from "./owner_pages.ts";
 
 /** An owner's data as a whole: their export, and their erasure. */
 
@@ -18,26 +19,21 @@ import { countOf, setCount } from "./quota.ts";
 const EXPORT_PAGE = 500;
 
 /**
- * Every address of an owner by ascending id, from their index, one range read per page as the
- * consumer asks for more. Each page is a consistent read; an address created or deleted while
- * the export runs may or may not be in it, one stored before it began and not deleted always is.
+ * Every address of an owner by ascending id, from their index, one range read (`pages.range`) per
+ * page as the consumer asks for more. Each page is a consistent read; an address created or
+ * deleted while the export runs may or may not be in it, one stored before it began and not
+ * deleted always is.
  */
 export async function* ownerAddresses(
-  kv: Deno.Kv,
+  pages: OwnerPages,
   owner: string,
 ): AsyncGenerator<Address, void, undefined> {
-  const prefix = ownerPrefix(owner);
   let after = 0;
   for (;;) {
-    const selector = after > 0 ? { prefix, start: ownerKey(owner, after + 1) } : { prefix };
-    const page: Address[] = [];
-    await withKvRetry(async () => {
-      page.length = 0;
-      for await (const e of kv.list<Address>(selector, { limit: EXPORT_PAGE })) page.push(e.value);
-    });
-    yield* page;
+    const page = await pages.range(owner, after, EXPORT_PAGE);
+    for (const e of page) yield e.value;
     if (page.length < EXPORT_PAGE) return;
-    after = page[page.length - 1]!.id;
+    after = page[page.length - 1]!.key[2] as number;
   }
 }
 

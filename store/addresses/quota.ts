@@ -6,13 +6,31 @@ import { withKvRetry } from "../kv/retry.ts";
 import { getAll } from "../kv/read.ts";
 
 /**
- * The per-owner quota (`MAX_ADDRESSES_PER_OWNER`): the owner's count, changed and checked in the
- * atomic operation of every creation and deletion, and the sweeper of expired Idempotency-Keys
- * that gives back the units their orphaned records hold.
+ * The per-owner quota (`MAX_ADDRESSES_PER_OWNER`): the owner's count, changed in the atomic
+ * operation of every creation and deletion, and the sweeper of expired Idempotency-Keys that
+ * gives back the units their orphaned records hold.
+ *
+ * While a quota applies, an operation reads the count, checks it and sets it (exact, and never
+ * past the quota, across processes). While none does (`Infinity`), it adds to the count with
+ * KV's `sum` and no check: the count stays exact (sums commute), and processes creating for one
+ * owner (the anonymous owner of a server without authentication) do not make each other's
+ * operations fail on that key. A quota set later finds the count right.
  */
 
-/** Default of `MAX_ADDRESSES_PER_OWNER`. */
-export const DEFAULT_MAX_PER_OWNER = 10_000;
+/** True when `maxPerOwner` limits anything (`Infinity`: no quota). */
+export function isLimited(maxPerOwner: number): boolean {
+  return Number.isFinite(maxPerOwner);
+}
+
+/**
+ * Adds `delta` (may be negative) to an owner's count in `op`, unchecked. KV's `sum` on a `KvU64`
+ * wraps around 2^64, so a decrement is the sum of its complement.
+ */
+export function addToCount(op: Deno.AtomicOperation, owner: string, delta: number): void {
+  if (delta === 0) return;
+  const value = delta > 0 ? BigInt(delta) : (1n << 64n) - BigInt(-delta);
+  op.sum(countKey(owner), value);
+}
 
 /** An owner's count as read (absent: 0). */
 export function countOf(entry: Deno.KvEntryMaybe<Deno.KvU64>): number {

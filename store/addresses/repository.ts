@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_ADDRESSES_PER_OWNER } from "../../lib/config.ts";
 import { AppError } from "../../lib/errors.ts";
 import {
   type Address,
@@ -8,28 +9,31 @@ import {
 } from "../../lib/address.ts";
 import { type AddressStoreOptions, createIdAllocator } from "./create_batch.ts";
 import { type Created, deduplicateInFlight, orphanKeyOf } from "./idempotency.ts";
-import { notePutAt, readIdState } from "./id_counter.ts";
+import { counterOf, moveCounter } from "./id_counter.ts";
 import {
   addressKey,
   type AddressRecord,
+  COUNTER,
   countKey,
   decodeCursor,
   encodeCursor,
+  MAX_PUT_AHEAD,
   ownerKey,
-  ownerPrefix,
   ownerRefused,
   RECORD_VERSION,
 } from "./keys.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { NO_GUARD } from "../layout/layout.ts";
 import {
+  addToCount,
   countForCreate,
   countOf,
   createKeySweeper,
-  DEFAULT_MAX_PER_OWNER,
+  isLimited,
   setCount,
 } from "./quota.ts";
 import { eraseOwner, ownerAddresses } from "./owner_data.ts";
+import { ownerPages } from "./owner_pages.ts";
 
 export type { AddressStoreOptions };
 
@@ -93,6 +97,17 @@ export interface AddressStore {
     owner: string,
     options: { limit: number; cursor?: string | undefined },
   ): Promise<AddressPage>;
+  /**
+   * The page `list` would answer, handed to `take` a range read at a time (at most a few hundred
+   * addresses each, ascending id) instead of returned whole, so a caller that encodes each batch
+   * as it comes never holds the page's objects; resolves to the page's `nextCursor`. `take` must
+   * not keep the arrays or the addresses. A failure rejects before or after some batches.
+   */
+  listBatches(
+    owner: string,
+    options: { limit: number; cursor?: string | undefined },
+    take: (addresses: Address[]) => void,
+  ): Promise<string | null>;
   /** Every address of the owner by ascending id, read a page at a time as it is consumed. */
   exportAll(owner: string): AsyncGenerator<Address, void, undefined>;
   /**
@@ -114,6 +129,10 @@ function preconditionFailed(id: number): AppError {
   );
 }
 
+function idTaken(id: number): AppError {
+  return new AppError("id-taken", `Address id ${id} is not available.`);
+}
+
 function notFound(id: number): AppError {
   return new AppError("address-not-found", `No address has id ${id}.`);
 }
@@ -126,8 +145,10 @@ function notFound(id: number): AppError {
  */
 export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {}): AddressStore {
   const guard = options.guard ?? NO_GUARD;
-  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_PER_OWNER;
+  const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_ADDRESSES_PER_OWNER;
+  const limited = isLimited(maxPerOwner);
   const sweeper = createKeySweeper(kv, guard);
+  const pages = ownerPages(kv);
   const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
 
   function read(id: number) {
@@ -183,28 +204,37 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   ) {
     const address = addressAt(id, input);
     for (;;) {
-      const entry = await read(id);
-      if (entry.value !== null) {
-        if (entry.value.owner !== owner) {
-          // Another owner's address is absent for this caller: a precondition cannot hold.
-          if (expected !== undefined) throw preconditionFailed(id);
-          throw new AppError("id-taken", `Address id ${id} is not available.`);
-        }
+      const [entry, counterEntry] = await withKvRetry(() =>
+        kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), COUNTER])
+      );
+      if (entry.value !== null && entry.value.owner === owner) {
         checkExpected(expected, entry.versionstamp, id);
         const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
         if (stored) return { ...stored, created: false };
         if (expected !== undefined) throw preconditionFailed(id);
         continue;
       }
+      // Not the caller's: absent for them, whoever else holds it, so a precondition cannot hold.
       if (expected !== undefined) throw preconditionFailed(id);
-      const count = await countForCreate(kv, sweeper, owner, maxPerOwner);
+      // At or below the counter the id was allocated once: another owner's address, a deleted
+      // one, or an id a process reserved. One answer for all three, so it tells nothing about
+      // other owners, and no id is used twice. Far above the counter it is refused too (keys.ts
+      // MAX_PUT_AHEAD): the counter is everyone's, an id it may not jump to is nobody's.
+      const counter = counterOf(counterEntry);
+      if (entry.value !== null || id <= counter.last || id > counter.last + MAX_PUT_AHEAD) {
+        throw idTaken(id);
+      }
       const record: AddressRecord = { v: RECORD_VERSION, owner, address };
       const op = guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null })
-        .check(count)
         .set(addressKey(id), record)
         .set(ownerKey(owner, id), address);
-      setCount(op, owner, countOf(count) + 1);
-      notePutAt(op, await readIdState(kv), id);
+      // Above the counter: the counter moves to the id in the operation that checks it.
+      moveCounter(op, counter, id);
+      if (limited) {
+        const count = await countForCreate(kv, sweeper, owner, maxPerOwner);
+        op.check(count);
+        setCount(op, owner, countOf(count) + 1);
+      } else addToCount(op, owner, 1);
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return { address, versionstamp: result.versionstamp, created: true };
       await guard.afterConflict();
@@ -244,10 +274,14 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       );
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
       checkExpected(expected, entry.versionstamp, id);
-      const op = guard.check(kv.atomic()).check(entry).check(count)
+      const op = guard.check(kv.atomic()).check(entry)
         .delete(addressKey(id)).delete(ownerKey(owner, id));
       const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
-      setCount(op, owner, countOf(count) - (keyHolds ? 0 : 1));
+      const left = countOf(count) - (keyHolds ? 0 : 1);
+      // Without a quota the count is summed, unchecked, unless this deletion takes it to 0: then
+      // the key goes (checked), so an owner with nothing stored leaves no key behind.
+      if (!limited && left > 0) addToCount(op, owner, left - countOf(count));
+      else setCount(op.check(count), owner, left);
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return;
       await guard.afterConflict();
@@ -260,17 +294,25 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   ): Promise<AddressPage> {
     const after = cursor === undefined ? 0 : decodeCursor(cursor);
     const items: StoredAddress[] = [];
-    const prefix = ownerPrefix(owner);
-    const selector = after > 0 ? { prefix, start: ownerKey(owner, after + 1) } : { prefix };
-    await withKvRetry(async () => {
-      items.length = 0;
-      for await (const e of kv.list<Address>(selector, { limit: limit + 1 })) {
-        items.push({ address: e.value, versionstamp: e.versionstamp });
-      }
+    const last = await pages.page(owner, after, limit, (entries) => {
+      for (const e of entries) items.push({ address: e.value, versionstamp: e.versionstamp });
     });
-    const more = items.length > limit;
-    if (more) items.length = limit;
-    return { items, nextCursor: more ? encodeCursor(items[items.length - 1]!.address.id) : null };
+    return { items, nextCursor: last === null ? null : encodeCursor(last) };
+  }
+
+  async function listBatches(
+    owner: string,
+    { limit, cursor }: { limit: number; cursor?: string | undefined },
+    take: (addresses: Address[]) => void,
+  ): Promise<string | null> {
+    const after = cursor === undefined ? 0 : decodeCursor(cursor);
+    const last = await pages.page(
+      owner,
+      after,
+      limit,
+      (entries) => take(entries.map((e) => e.value)),
+    );
+    return last === null ? null : encodeCursor(last);
   }
 
   // Every method takes the owner first; a KV key holds at most 2048 bytes, so an owner that
@@ -292,10 +334,11 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     patch: owned(patch),
     delete: owned(remove),
     list: owned(list),
+    listBatches: owned(listBatches),
     exportAll: async function* (owner) {
       const refused = ownerRefused(owner);
       if (refused) throw refused;
-      yield* ownerAddresses(kv, owner);
+      yield* ownerAddresses(pages, owner);
     },
     erase: owned((owner) => eraseOwner(kv, guard, owner)),
   };

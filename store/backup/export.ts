@@ -1,5 +1,5 @@
 import { ADDRESS_PREFIX, readRecord } from "../addresses/keys.ts";
-import { readIdState } from "../addresses/id_counter.ts";
+import { readCounter } from "../addresses/id_counter.ts";
 import { addressLine, BACKUP_FORMAT, BACKUP_VERSION, headerLine } from "./format.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { CURRENT_LAYOUT, newerLayout, readLayout } from "../layout/layout.ts";
@@ -57,7 +57,7 @@ export async function exportKv(
     if (next === undefined) break;
     cursor = next;
   }
-  const { last } = await readIdState(kv);
+  const { last } = await readCounter(kv);
   await write(
     JSON.stringify({ kind: "counters", addressId: last }) + "\n" +
       JSON.stringify({ kind: "end", addresses }) + "\n",

@@ -2,13 +2,12 @@ import { sameAddress } from "../../lib/address.ts";
 import {
   addressKey,
   type AddressRecord,
-  COUNTER,
   countKey,
   ownerKey,
   readRecord,
   RECORD_VERSION,
 } from "../addresses/keys.ts";
-import { notePutAt, readIdState } from "../addresses/id_counter.ts";
+import { raiseCounter } from "../addresses/id_counter.ts";
 import { atomicBudget, type Cost, keySize, valueSize } from "../kv/atomic_budget.ts";
 import {
   type AddressLine,
@@ -71,6 +70,8 @@ interface Scan {
   header: BackupHeader;
   addresses: number;
   counter: number;
+  /** The highest address id in the file (0: none). */
+  highest: number;
   conflicts: { line: number; id: number }[];
   conflictCount: number;
 }
@@ -93,6 +94,7 @@ async function scan(
   let lines = 0;
   let addresses = 0;
   const seen = new Map<number, number>();
+  let highest = 0;
   const conflicts: { line: number; id: number }[] = [];
   let conflictCount = 0;
   let pending: Pending[] = [];
@@ -126,6 +128,7 @@ async function scan(
         throw new BackupLineError(line, `id ${id} appears a second time (first on line ${first})`);
       }
       seen.set(id, line);
+      highest = Math.max(highest, id);
       addresses++;
       pending.push({ line, entry: parsed });
       if (pending.length === CHECK_CHUNK) await flush();
@@ -151,20 +154,7 @@ async function scan(
     );
   }
   if (pending.length > 0) await flush();
-  return { header, addresses, counter: counter!, conflicts, conflictCount };
-}
-
-/** Raises the target's id counter to the file's, so no id the source handed out is reused. */
-async function raiseCounter(kv: Deno.Kv, guard: LayoutGuard, to: number): Promise<void> {
-  for (;;) {
-    const state = await readIdState(kv);
-    if (state.last >= to) return;
-    // Raising the counter keeps NEXT_TAKEN true: fewer ids lie above it.
-    const op = guard.check(kv.atomic()).check(state.counter)
-      .set(COUNTER, new Deno.KvU64(BigInt(to)));
-    if ((await withKvRetry(() => op.commit())).ok) return;
-    await guard.afterConflict();
-  }
+  return { header, addresses, counter: counter!, highest, conflicts, conflictCount };
 }
 
 /** The cost of one address in a write batch (the count's sum only for an owner new to it). */
@@ -182,8 +172,9 @@ function costOf(p: Pending, newOwner: boolean): Cost {
 /**
  * Writes one batch: each absent address with its index entry, checked absent, and the owners'
  * counts (added with `sum`, exact beside servers creating at the same time), in one atomic
- * operation; an address above the id counter is announced as a v2 PUT announces one
- * (store/addresses/id_counter.ts `notePutAt`), so POST never hands its id out.
+ * operation. Every id is at or below the id counter (raised before the first batch), so POST never
+ * hands it out; one a server reserved and has not used yet is dropped by that server's batch,
+ * which checks its records absent (store/addresses/id_blocks.ts).
  */
 async function writeBatch(
   kv: Deno.Kv,
@@ -192,14 +183,10 @@ async function writeBatch(
   onConflict: OnConflict,
 ): Promise<{ written: number; present: number; skipped: number }> {
   for (;;) {
-    const [stored, state] = await Promise.all([
-      getAll(kv, batch.map((p) => addressKey(p.entry.address.id))),
-      readIdState(kv),
-    ]);
+    const stored = await getAll(kv, batch.map((p) => addressKey(p.entry.address.id)));
     const op = guard.check(kv.atomic());
     const counts = new Map<string, number>();
     let written = 0, present = 0, skipped = 0;
-    let lowestAbove: number | undefined;
     batch.forEach((p, i) => {
       const entry = stored[i]!;
       const { owner, address } = p.entry;
@@ -218,14 +205,10 @@ async function writeBatch(
       op.check({ key: entry.key, versionstamp: null }).set(entry.key, record)
         .set(ownerKey(owner, address.id), address);
       counts.set(owner, (counts.get(owner) ?? 0) + 1);
-      if (address.id > state.last && (lowestAbove === undefined || address.id < lowestAbove)) {
-        lowestAbove = address.id;
-      }
       written++;
     });
     if (written === 0) return { written, present, skipped };
     for (const [owner, n] of counts) op.sum(countKey(owner), BigInt(n));
-    if (lowestAbove !== undefined) notePutAt(op, state, lowestAbove);
     if ((await withKvRetry(() => op.commit())).ok) return { written, present, skipped };
     await guard.afterConflict();
   }
@@ -257,7 +240,9 @@ export async function importKv(
         "target's and imports the rest.",
     );
   }
-  await raiseCounter(kv, guard, checked.counter);
+  // Past every id of the file too: a file exported by a version that let a v2 PUT create above
+  // the counter may hold such ids; none may stay above the counter (keys.ts).
+  await raiseCounter(kv, guard, Math.max(checked.counter, checked.highest));
   const summary = { written: 0, present: 0, skipped: 0 };
   let batch: Pending[] = [];
   let budget = atomicBudget();

@@ -6,6 +6,8 @@ export interface StorageGate {
   afterWrite(): Promise<void>;
   /** The error to throw for a failed operation (a storage fault becomes an AppError). */
   failed(error: unknown, write: boolean): unknown;
+  /** Runs an atomic commit (write_lock.ts); absent: as it is. */
+  commit?<T>(run: () => Promise<T>): Promise<T>;
 }
 
 // Methods of Deno.Kv that write, and those that read (list is an iterator, handled apart).
@@ -43,7 +45,10 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
   function atomic(op: Deno.AtomicOperation): Deno.AtomicOperation {
     const guarded: Deno.AtomicOperation = new Proxy(op, {
       get(target, name) {
-        if (name === "commit") return () => write(() => target.commit());
+        if (name === "commit") {
+          const commit = () => target.commit();
+          return () => write(gate.commit ? () => gate.commit!(commit) : commit);
+        }
         const value = Reflect.get(target, name, target);
         if (typeof value !== "function") return value;
         return (...args: unknown[]) => {
@@ -56,9 +61,20 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
   }
 
   function list<T>(iterator: Deno.KvListIterator<T>): Deno.KvListIterator<T> {
+    const failed = (error: unknown): never => {
+      throw gate.failed(error, false);
+    };
+    // Called once per entry (a page reads hundreds): one promise each, not an async function's.
+    const next = () => {
+      try {
+        return iterator.next().then(undefined, failed);
+      } catch (error) {
+        return Promise.reject(gate.failed(error, false));
+      }
+    };
     const guarded: Deno.KvListIterator<T> = new Proxy(iterator, {
       get(target, name) {
-        if (name === "next") return () => read(() => target.next());
+        if (name === "next") return next;
         if (name === Symbol.asyncIterator) return () => guarded;
         const value = Reflect.get(target, name, target);
         return typeof value === "function" ? value.bind(target) : value;

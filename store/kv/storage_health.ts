@@ -1,6 +1,7 @@
 import { AppError } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import { guardKv } from "./guard.ts";
+import type { WriteLock } from "./write_lock.ts";
 import { type KvFileWatch, watchKvFile } from "./identity.ts";
 import { createEpisode, DEFAULT_EPISODE_TIMING, type EpisodeTiming } from "./storage_episode.ts";
 import { storageFault, storageUnavailable } from "./storage_faults.ts";
@@ -28,6 +29,8 @@ export interface StorageOptions {
   probeFreshMs?: number;
   /** Size of the probe's value: a write as large as a small batch of creations. */
   probeBytes?: number;
+  /** Commits go through it (a KV file's write lock, write_lock.ts); closed with the health. */
+  writeLock?: WriteLock | undefined;
   timing?: EpisodeTiming;
 }
 
@@ -116,6 +119,7 @@ export async function guardStorage(
       episode.count();
       return mapped;
     },
+    ...(options.writeLock && { commit: options.writeLock.commit }),
   });
 
   /**
@@ -175,6 +179,7 @@ export async function guardStorage(
       clearInterval(timer);
       await probing;
       await file?.idle();
+      options.writeLock?.close();
     },
   };
   return { kv: guarded, health };

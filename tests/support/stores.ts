@@ -20,6 +20,7 @@ export function stubStore(
       patch: address,
       delete: address,
       list: address,
+      listBatches: address,
       exportAll: async function* () {
         await address();
         yield* [];
