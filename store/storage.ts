@@ -45,7 +45,7 @@ export async function openStorage(options: {
   let storage: StorageHealth | undefined;
   let writeLock: WriteLock | undefined;
   try {
-    if (file !== undefined) writeLock = await openWriteLock(file);
+    if (file !== undefined) writeLock = await openLockOrNone(file, label, logger);
     const guarded = await guardStorage(options.wrapKv?.(kv) ?? kv, {
       logger,
       label,
@@ -71,5 +71,26 @@ export async function openStorage(options: {
     throw error;
   } finally {
     wait?.done();
+  }
+}
+
+/**
+ * The KV file's write lock, or none when its file cannot be made (a directory that takes no new
+ * file, a full disk): the lock only spares concurrent writers SQLite's polling, and a server whose
+ * storage cannot take writes still serves reads (writes are answered `storage-unavailable`).
+ */
+async function openLockOrNone(
+  file: string,
+  label: string,
+  logger: Logger,
+): Promise<WriteLock | undefined> {
+  try {
+    return await openWriteLock(file);
+  } catch (error) {
+    logger.warn("kv write lock unavailable; concurrent writers poll", {
+      kv: label,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return undefined;
   }
 }

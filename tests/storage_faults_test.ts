@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createLogger } from "../lib/log.ts";
+import { EXAMPLE_INPUT } from "../lib/address.ts";
 import { createEpisode } from "../store/kv/storage_episode.ts";
 import { startTestServer } from "./support/server.ts";
 import { untilStatus } from "./support/process.ts";
@@ -237,4 +238,29 @@ Deno.test("a fault that lasts is counted at growing intervals, not logged per re
   assert.equal(lines[0]!.level, "error");
   assert.equal(lines[4]!.durationMs, 100);
   assert.equal(lines[4]!.reason, "disk full");
+});
+
+Deno.test("a KV file whose write lock cannot be made: the server starts, says so once, and writes", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "books-lock-" });
+  const kvPath = `${dir}/kv.sqlite3`;
+  // A directory where the lock file would go: opening it for writing fails whoever runs the test.
+  await Deno.mkdir(`${kvPath}.write-lock`);
+  const server = await startTestServer({ KV_PATH: kvPath, GRPC_PORT: "off" });
+  try {
+    const warned = server.logs.filter((l) =>
+      l.msg === "kv write lock unavailable; concurrent writers poll"
+    );
+    assert.equal(warned.length, 1);
+    const created = await fetch(`${server.httpUrl}/addresses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(EXAMPLE_INPUT),
+    });
+    assert.equal(created.status, 201);
+    await created.body?.cancel();
+    assert.equal((await fetch(`${server.httpUrl}/readyz`)).status, 200);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });
