@@ -16,8 +16,10 @@ const PRETTY = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO |WARN |ERROR
 async function onTerminal(task: string, env: Record<string, string> = {}): Promise<string[]> {
   // A KV file, not `:memory:`: the gRPC child opens the same KV (else it would not run).
   const dir = await Deno.makeTempDir({ prefix: "books-terminal-" });
+  // `exec`: `script` runs the command with $SHELL, and a shell left waiting (dash, CI's
+  // /bin/sh) is killed by the Ctrl-C itself and exits 130 whatever `deno task` does.
   const process = spawnDeno(
-    ["-qefc", `${Deno.execPath()} task ${task}`, "/dev/null"],
+    ["-qefc", `exec ${Deno.execPath()} task ${task}`, "/dev/null"],
     {
       PORT: "0",
       GRPC_PORT: "0",
