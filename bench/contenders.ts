@@ -15,7 +15,10 @@ export interface BenchContext {
 }
 
 /** The parts of a wrk run a workload decides. */
-export type WrkLoad = Pick<WrkRun, "status" | "lengths" | "method" | "bodyFile" | "pathsFile">;
+export type WrkLoad = Pick<
+  WrkRun,
+  "status" | "lengths" | "method" | "bodyFile" | "contentType" | "pathsFile"
+>;
 
 /**
  * A long-running HTTP server loaded by wrk: started and warmed up once, then measured each round.

@@ -15,8 +15,11 @@ export interface H2loadRun {
   cpus?: string | undefined;
   /** File holding the framed request message (5-byte gRPC prefix + protobuf). */
   dataFile: string;
-  /** Bytes of one framed response message; every call must carry exactly this much DATA. */
-  responseBytes: number;
+  /**
+   * Bytes of one framed response message; every call must carry exactly this much DATA. A range
+   * when answers differ in size (an id's varint): the total must lie within calls × the bounds.
+   */
+  responseBytes: number | { min: number; max: number };
   /** Scratch file for h2load's per-request log (timing of each call). */
   logFile: string;
 }
@@ -109,13 +112,17 @@ export async function runH2load(run: H2loadRun): Promise<H2loadResult> {
   const latencies = measured.map((c) => (c.end - c.start) / 1000).sort((a, b) => a - b);
 
   const failures = Math.max(run.requests - succeeded, done - ok2xx, non200);
+  const { min, max } = typeof run.responseBytes === "number"
+    ? { min: run.responseBytes, max: run.responseBytes }
+    : run.responseBytes;
   let firstFailure = "";
   let badData = 0;
   if (failures > 0) {
     firstFailure = `${run.requests} calls: ${succeeded} succeeded, ${ok2xx} 2xx, ${non200} non-200`;
-  } else if (data !== done * run.responseBytes) {
-    firstFailure = `DATA bytes ${data} != ${done} calls × ${run.responseBytes}`;
-    badData = Math.max(1, done - Math.floor(data / run.responseBytes));
+  } else if (data < done * min || data > done * max) {
+    const each = min === max ? String(min) : `${min} to ${max}`;
+    firstFailure = `DATA bytes ${data} != ${done} calls × ${each}`;
+    badData = Math.max(1, done - Math.floor(data / max));
   } else if (measured.length === 0) {
     firstFailure = "no call started after the warm-up";
     badData = 1;

@@ -1,5 +1,8 @@
 import { type Service, startService } from "./service.ts";
 
+/** What the server logs when its supervised gRPC listener process died and is restarted. */
+export const GRPC_RESTART = "grpc listener died";
+
 /** Where the project is and how its processes are pinned. */
 export interface Place {
   root: string;

@@ -86,6 +86,12 @@ function ratioCell(w: WorkloadResult, name: string, ratio: number | undefined): 
   return `${text} (target ≥ ${target.min}: ${target.met ? "met" : "MISSED"})`;
 }
 
+/** Bytes on the wire per request: request + response. */
+function wireCell(c: WorkloadResult["contenders"][number]): string {
+  const w = c.wire;
+  return w ? `${Math.round(w.request)} + ${Math.round(w.response)}` : "-";
+}
+
 /** One workload as a Markdown table. */
 export function workloadTable(w: WorkloadResult): string {
   const lines = [`### ${w.title}`, ""];
@@ -93,16 +99,20 @@ export function workloadTable(w: WorkloadResult): string {
   if (w.error) return [...lines, `error: ${w.error}`, ""].join("\n");
   lines.push(`Load: ${w.load}. Checked: ${w.checks}.`, "");
   for (const note of w.notes ?? []) lines.push(`Note: ${note}`, "");
+  const ref = w.reference ?? "ours";
+  const wire = w.contenders.some((c) => c.wire);
   lines.push(
-    "| contender | req/s | p50 ms | p99 ms | peak memory MiB | server CPU µs/req | ours ÷ it (req/s) | ours ÷ it (CPU/req) | failed checks |",
-    "|---|---:|---:|---:|---:|---:|---|---:|---:|",
+    `| contender | req/s | p50 ms | p99 ms | peak memory MiB | server CPU µs/req |${
+      wire ? " wire bytes/req (request + response) |" : ""
+    } ${ref} ÷ it (req/s) | ${ref} ÷ it (CPU/req) | failed checks |`,
+    `|---|---:|---:|---:|---:|---:|${wire ? "---:|" : ""}---|---:|---:|`,
   );
   for (const c of w.contenders) {
     const label = c.role === "ceiling" ? `${c.name} (ceiling)` : c.name;
     lines.push(
       `| ${label} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${rssCell(c)} | ${
         us(c.cpuUsPerRequest)
-      } | ${ratioCell(w, c.name, c.ratio)} | ${
+      } |${wire ? ` ${wireCell(c)} |` : ""} ${ratioCell(w, c.name, c.ratio)} | ${
         c.cpuRatio === undefined ? "" : `${c.cpuRatio.toFixed(2)}×`
       } | ${c.failures}${c.failures > 0 ? ` (${c.firstFailure})` : ""} |`,
     );
@@ -154,10 +164,44 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
   return [
     ...head,
     ...results.map(workloadTable),
-    ...(hasTargets ? summary : costTable(results)),
+    ...styleTable(results),
+    // The scaling run's summary; the style rows have their own.
+    ...(hasTargets ? summary : results.every(isStyle) ? [] : costTable(results)),
     "",
   ]
     .join("\n");
+}
+
+/** Workloads whose ids start with this compare the API styles (bench/styles.ts). */
+const STYLE_PREFIX = "style-";
+
+function isStyle(w: WorkloadResult): boolean {
+  return w.id.startsWith(STYLE_PREFIX);
+}
+
+/**
+ * The styles side by side: every style workload's rows in one table, by operation (none when no
+ * style workload ran).
+ */
+function styleTable(results: WorkloadResult[]): string[] {
+  const rows = results.filter((w) => isStyle(w) && !w.skipped && !w.error);
+  if (rows.length === 0) return [];
+  const lines = [
+    "### Which style",
+    "",
+    "| operation | style | req/s | p50 ms | p99 ms | server CPU µs/req | wire bytes/req (request + response) | failed checks |",
+    "|---|---|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const w of rows) {
+    for (const c of w.contenders) {
+      lines.push(
+        `| ${w.id.slice(STYLE_PREFIX.length)} | ${c.name} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${
+          ms(c.p99Ms)
+        } | ${us(c.cpuUsPerRequest)} | ${wireCell(c)} | ${c.failures} |`,
+      );
+    }
+  }
+  return [...lines, ""];
 }
 
 /** The middle cells of a target's summary row: what is compared, the measure, the target. */

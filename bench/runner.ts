@@ -1,4 +1,5 @@
 import { median } from "./stats.ts";
+import type { WireBytes } from "./wire_bytes.ts";
 
 /** One measured round of one contender. */
 export interface Measurement {
@@ -31,6 +32,8 @@ export interface Finish {
   peakSharedMiB?: number;
   failures?: number;
   notes?: string[];
+  /** Bytes on the wire per request, each way, measured once (bench/wire_bytes.ts). */
+  wire?: WireBytes;
 }
 
 /** One side of a comparison: this project's server, a ceiling, a peer, or extra information. */
@@ -76,6 +79,8 @@ export interface Workload {
   showNotes?: boolean;
   /** Runs only when BENCH_ONLY names its id (a long run kept out of the default set). */
   optIn?: boolean;
+  /** What the ratio columns compare with, when not "ours" (the contender of role "ours"). */
+  reference?: string;
 }
 
 /** Medians of one contender over the rounds. */
@@ -100,6 +105,7 @@ export interface ContenderResult {
   cpuRatio?: number;
   rounds: Measurement[];
   notes: string[];
+  wire?: WireBytes;
 }
 
 /** The outcome of one workload. */
@@ -112,6 +118,7 @@ export interface WorkloadResult {
   error?: string;
   notes?: string[];
   showNotes?: boolean;
+  reference?: string;
   contenders: ContenderResult[];
   /** `ratio`: what was measured against the target (MiB for memory). */
   targets: (Target & { ratio: number | undefined; met: boolean })[];
@@ -133,6 +140,7 @@ export async function runWorkload(
     load: workload.load,
     ...(workload.notes?.length ? { notes: workload.notes } : {}),
     ...(workload.showNotes ? { showNotes: true } : {}),
+    ...(workload.reference ? { reference: workload.reference } : {}),
   };
   const result: WorkloadResult = { ...base, checks: workload.checks, contenders: [], targets: [] };
   if (workload.skipped) return { ...result, skipped: workload.skipped };
@@ -204,6 +212,7 @@ export async function runWorkload(
       cpuRatio: cpuRatios.length > 0 ? median(cpuRatios) : undefined,
       rounds: ms,
       notes: [...ms.flatMap((m) => m.notes ?? []), ...(fin?.notes ?? [])],
+      ...(fin?.wire ? { wire: fin.wire } : {}),
     });
   }
   const oursResult = result.contenders.find((c) => c.role === "ours");

@@ -10,7 +10,7 @@ import { type BenchContext, httpContender, type WrkLoad } from "./contenders.ts"
 import { booksMessage } from "./books_message.ts";
 import { GRPC_STREAMS, grpcContender, type GrpcSample, type GrpcShape } from "./grpc_contenders.ts";
 import { buildGrpcGo, findGoToolchain, startGrpcGo } from "./grpc_go.ts";
-import { startOurs } from "./ours.ts";
+import { GRPC_RESTART, startOurs } from "./ours.ts";
 import {
   startBareHttp2,
   startGrpcJs,
@@ -22,6 +22,7 @@ import {
 import { type Answer, BOOKS_QUERY, learnGraphql, type Reference, sameBodies } from "./reference.ts";
 import type { Target, Workload } from "./runner.ts";
 import { buildServeWorkloads } from "./serve_contenders.ts";
+import { buildStyleWorkloads } from "./styles.ts";
 import { baselineOf } from "./baseline.ts";
 
 /** Names of the contenders, as targets refer to them. */
@@ -36,9 +37,6 @@ export const GRPC_GO = "grpc-go (GOMAXPROCS=1)";
 
 /** Issue 21: peak memory of ours in every workload, each page counted once (proc.ts). */
 const MEMORY_TARGET: Target = { measure: "memory", max: 120 };
-
-/** What the server logs when its supervised gRPC listener process died and is restarted. */
-const GRPC_RESTART = "grpc listener died";
 
 /** Headers the Hono app's request-id and etag middleware add: proof they ran. */
 const HONO_HEADERS = ["etag", "x-request-id"];
@@ -376,5 +374,6 @@ export async function buildWorkloads(
     ...buildAddressReadWorkloads(ctx, baseline),
     buildCreatesWorkload(ctx, baseline),
     ...serve,
+    ...buildStyleWorkloads(ctx),
   ];
 }

@@ -11,8 +11,10 @@ export interface WrkRun {
   /** Body lengths a response may have (bytes). */
   lengths: readonly number[];
   method?: "GET" | "POST";
-  /** File holding the request body (sent as application/json). */
+  /** File holding the request body (sent as `contentType`). */
   bodyFile?: string;
+  /** Content-Type of the body (default application/json). */
+  contentType?: string;
   /** File of request paths (one a line) cycled through instead of the URL's path. */
   pathsFile?: string;
   /** Where the `id` of every good response body is written, one a line. */
@@ -61,6 +63,7 @@ export async function runWrk(run: WrkRun, threads = 1): Promise<WrkResult> {
       BENCH_LENGTHS: run.lengths.join(","),
       BENCH_METHOD: run.method ?? "GET",
       BENCH_BODY_FILE: run.bodyFile ?? "",
+      BENCH_CONTENT_TYPE: run.contentType ?? "application/json",
       BENCH_PATHS_FILE: run.pathsFile ?? "",
       BENCH_IDS_FILE: run.idsFile ?? "",
     },

@@ -21,7 +21,7 @@ wrk.method = os.getenv("BENCH_METHOD") or "GET"
 local body_file = os.getenv("BENCH_BODY_FILE")
 if body_file and body_file ~= "" then
   wrk.body = slurp(body_file)
-  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["Content-Type"] = os.getenv("BENCH_CONTENT_TYPE") or "application/json"
 end
 
 -- Several paths are cycled through with pre-formatted requests; one path keeps wrk's static request.

@@ -86,6 +86,16 @@ function keyOf(key: string | null | undefined): string | undefined {
   return key;
 }
 
+/**
+ * The arguments REST reads before an address body (the path's id, the If-Match header), each
+ * with its rule; throws as the root field would. A request wrong there and in its address input
+ * gets the code of the argument, as over REST and gRPC (graphql/operation_checks.ts).
+ */
+export const CHECKED_BEFORE_INPUT = new Map<string, (value: string) => unknown>([
+  ["id", idOf],
+  ["ifMatch", preconditionOf],
+]);
+
 /** A store page as a Relay connection: each edge's cursor resumes after it. */
 async function page(
   context: AddressContext,
@@ -211,13 +221,12 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
         _,
         args: { id: string; input: unknown; ifMatch?: string | null },
         context: AddressContext,
-      ): Promise<StoredAddress> =>
-        await context.addresses.put(
-          context.owner,
-          idOf(args.id),
-          inputOf(args.input),
-          preconditionOf(args.ifMatch),
-        ),
+      ): Promise<StoredAddress> => {
+        // REST's order: the path, the headers, the body.
+        const id = idOf(args.id);
+        const expected = preconditionOf(args.ifMatch);
+        return await context.addresses.put(context.owner, id, inputOf(args.input), expected);
+      },
     },
   },
   updateAddress: {
@@ -232,15 +241,13 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
         args: { id: string; patch: unknown; ifMatch?: string | null },
         context: AddressContext,
       ): Promise<StoredAddress> => {
+        const id = idOf(args.id);
+        const expected = preconditionOf(args.ifMatch);
         const parsed = AddressPatchSchema.safeParse(args.patch);
         if (!parsed.success) throw invalidInput("json", parsed.error.issues);
         const patch = parsed.data;
-        return await context.addresses.patch(
-          context.owner,
-          idOf(args.id),
-          (current: Address) => mergePatch(current, patch),
-          preconditionOf(args.ifMatch),
-        );
+        const change = (current: Address) => mergePatch(current, patch);
+        return await context.addresses.patch(context.owner, id, change, expected);
       },
     },
   },

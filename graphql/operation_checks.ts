@@ -4,7 +4,7 @@ import { AddressInputSchema, AddressPatchSchema } from "../lib/address.ts";
 import type { Problem } from "../lib/errors.ts";
 import { problemsFromIssues } from "../lib/http/invalid_input.ts";
 import { PAGE_SIZE } from "../lib/schemas.ts";
-import { PAGE_FIELD } from "./address_fields.ts";
+import { CHECKED_BEFORE_INPUT, PAGE_FIELD } from "./address_fields.ts";
 import { AddressInputType, AddressPatchType } from "./address_types.ts";
 
 /**
@@ -30,14 +30,16 @@ const RULES = new Map<string, z.ZodType>([
  * or not a string is `invalid-field` as it is over REST, where GraphQL's coercion would call it
  * an invalid variable. What the rules accept is then coerced as usual (a member the type lacks is
  * GraphQL's `invalid-parameter`; REST ignores it). A variable that is not an object is left to
- * the coercion too.
+ * the coercion too. None when an `id` or `ifMatch` argument is wrong: REST answers that first.
  */
 export function variableInputProblems(
-  operation: OperationDefinitionNode,
+  plan: { operation: OperationDefinitionNode; fields: readonly FieldNode[] },
   variables: Variables,
 ): Problem[] {
   const problems: Problem[] = [];
-  for (const definition of operation.variableDefinitions ?? []) {
+  // REST refuses a wrong path or header before it reads the body: execution answers that.
+  if (argumentRefusedFirst(plan.fields, variables)) return problems;
+  for (const definition of plan.operation.variableDefinitions ?? []) {
     const type = definition.type.kind === Kind.NON_NULL_TYPE
       ? definition.type.type
       : definition.type;
@@ -49,6 +51,35 @@ export function variableInputProblems(
     if (!parsed.success) problems.push(...problemsFromIssues("json", parsed.error.issues));
   }
   return problems;
+}
+
+/**
+ * True when a root field has an argument REST checks before the address body (`id`, `ifMatch`)
+ * that its rule refuses, literal or variable; one GraphQL cannot coerce (not a string or a
+ * number) counts too, since coercion refuses it before anything runs.
+ */
+function argumentRefusedFirst(fields: readonly FieldNode[], variables: Variables): boolean {
+  for (const field of fields) {
+    for (const argument of field.arguments ?? []) {
+      const rule = CHECKED_BEFORE_INPUT.get(argument.name.value);
+      const node = argument.value;
+      const value = node.kind === Kind.VARIABLE
+        ? variable(variables, node.name.value)
+        : node.kind === Kind.STRING || node.kind === Kind.INT
+        ? node.value
+        : node.kind === Kind.NULL
+        ? null
+        : {};
+      if (rule === undefined || value === undefined || value === null) continue;
+      if (typeof value !== "string" && typeof value !== "number") return true;
+      try {
+        rule(String(value));
+      } catch {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 /**

@@ -136,7 +136,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
           const refusal = authorize(caller, needed, access);
           if (refusal !== undefined) return refuse(c, refusal);
         }
-        const problems = variableInputProblems(plan.operation, params.variables);
+        const problems = variableInputProblems(plan, params.variables);
         const pages = pageBudgetProblem(plan, params.variables);
         if (pages !== undefined) problems.push(pages);
         if (problems.length > 0) return inputErrorsResponse(problems, type);

@@ -324,7 +324,7 @@ Deno.test("the gate per call: tokens, scopes and ownership across styles", async
       const req = session.request({ ":method": "POST", ":path": path, ...JSON_TYPE });
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
-      // The refusal may come, whole, before the body is sent: nothing of it is read.
+      // The refusal may end before its headers are awaited: its end is waited for from the start.
       const ended = new Promise((resolve) => req.on("end", resolve));
       const status = await new Promise((resolve) =>
         req.on("response", (h) => resolve(h[":status"]))
