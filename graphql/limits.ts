@@ -52,8 +52,9 @@ function reportAs(limit: GraphqlLimit) {
 
 /**
  * The structural limits as validation rules (graphql-armor's maintained rules). They run in a
- * pass of their own before the spec's rules, because some spec rules (overlapping fields) cost
- * time quadratic in the number of selections, which is exactly what these limits bound.
+ * pass of their own before the GraphQL specification's rules, because some of those (overlapping
+ * fields) cost time quadratic in the number of selections, which is exactly what these limits
+ * bound.
  * Introspection through `__schema` is exempt from depth and cost (armor's default), so GraphiQL's
  * schema query passes; `__type` is not exempt, and every alias counts (`__typename` too).
  */

@@ -98,9 +98,10 @@ export function createPreparer(
 }
 
 /**
- * The spec's "operation type existence" check, which graphql-js 16 leaves to execution (where an
- * operation type the schema lacks fails as if the server had): this schema has queries and
- * mutations, so a subscription is the client's error and is rejected before execution.
+ * The GraphQL specification's "operation type existence" check, which graphql-js 16 leaves to
+ * execution (where an operation type the schema lacks fails as if the server had): this schema
+ * has queries and mutations, so a subscription is the client's error and is rejected before
+ * execution.
  */
 function knownOperationTypesRule(context: ValidationContext): ASTVisitor {
   return {

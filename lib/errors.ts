@@ -39,7 +39,7 @@ interface ErrorDefinition {
   messages: Record<Language, string>;
 }
 
-/** Per-code HTTP status and translated user messages (spec 7.4 `message`). */
+/** Per-code HTTP status and translated user messages (docs/errors.md, the body's `message`). */
 export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
   "bad-request": {
     status: 400,

@@ -69,7 +69,7 @@ export const AddressListQuerySchema = z.object({
   cursor: z.string().max(200).optional().openapi({ param: { name: "cursor", in: "query" } }),
 });
 
-/** Detailed error body (spec 7.4). */
+/** Detailed error body (docs/errors.md, The bodies). */
 export const ErrorBodySchema = z.object({
   errors: z.array(z.object({
     error: z.string().openapi({ example: "book-not-found" }),

@@ -50,10 +50,10 @@ const entryPoint = createRoute({
   tags: ["service"],
   summary: "Entry point: links to every resource",
   description: "HAL-style `_links` to every resource of the API (`templated` marks an RFC 6570 " +
-    "template), so a client needs to know only this URI (spec 9, rule 4).",
+    "template), so a client needs to know only this URI.",
   responses: {
     200: {
-      description: "Links; clients need to know only this URI (spec 9, rule 4).",
+      description: "Links; clients need to know only this URI.",
       content: jsonContent(z.object({ _links: z.record(z.string(), LinkSchema) })),
     },
     406: errorResponse("`not-acceptable`"),

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppError } from "../lib/errors.ts";
 
-/** Scopes a token may grant (design.md, "Authentication and ownership"). */
+/** Scopes a token may grant (docs/security.md, "Authentication"). */
 export type Scope = "books:read" | "addresses:read" | "addresses:write";
 
 /**

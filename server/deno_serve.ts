@@ -70,7 +70,7 @@ export function servedEdge(env: () => Record<string, string | undefined>): Serve
       return await (await open())(request, info);
     } catch {
       // Start-up failed and its cause was written once; the app that renders errors does not
-      // exist, so the spec 7.4 body is built here. Never a 500: the service is unavailable.
+      // exist, so the detailed error body is built here. Never a 500: the service is unavailable.
       return unavailable();
     }
   }

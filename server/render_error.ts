@@ -61,7 +61,7 @@ export function uriPath(url: string): string {
 }
 
 /**
- * Renders a mapped error for REST: the detailed body (spec 7.4) by default, RFC 7807 when the
+ * Renders a mapped error for REST: the detailed body (docs/errors.md) by default, RFC 7807 when the
  * client accepts `application/problem+json`. Messages follow Accept-Language; details do not.
  * Links start with `base` (`PUBLIC_URL`), relative when it is "".
  */
@@ -94,13 +94,13 @@ export function renderAppError(c: Context<AppEnv>, error: AppError, base = ""): 
   return new Response(JSON.stringify(body), { status: error.status, headers });
 }
 
-/** ISO 8601 date-time with a numeric offset (spec 7.3), in UTC: `2026-01-02T03:04:05.678+00:00`. */
+/** ISO 8601 date-time with a numeric offset, in UTC: `2026-01-02T03:04:05.678+00:00`. */
 export function isoWithOffset(date: Date): string {
   return date.toISOString().replace("Z", "+00:00");
 }
 
 /**
- * Renders an unexpected exception: the spec's default body (7.3) with status 500 and an empty
+ * Renders an unexpected exception: the default body (docs/errors.md) with status 500 and an empty
  * message. The stack goes to the log with the request id, never to the client.
  */
 export function renderUnexpected(c: Context<AppEnv>, error: unknown, logger: Logger): Response {

@@ -109,7 +109,7 @@ class Put implements fc.AsyncCommand<Model, Real> {
       assert.deepEqual(body, updated);
       model.addresses.set(id, updated);
     } else {
-      // Spec 4.6 rule 2: stored as a new address with a generated id, not the path id.
+      // Version 1 PUT, rule 2 (docs/http.md): stored as new with a generated id, not the path id.
       assert.equal(res.status, 201);
       assertFreshId(model, body.id, "PUT (v1) of an absent id");
       assert.deepEqual(body, { id: body.id, ...input });
