@@ -12,10 +12,10 @@ import {
 import type { GraphqlConfig } from "../lib/config.ts";
 
 /** The limits a document must stay within before anything else is done with it. */
-export type GraphqlLimit = "document-size" | "tokens" | "depth" | "aliases" | "directives" | "cost";
+type GraphqlLimit = "document-size" | "tokens" | "depth" | "aliases" | "directives" | "cost";
 
 /** The environment variable that sets each limit, named in every rejection. */
-export const LIMIT_VARIABLE: Readonly<Record<GraphqlLimit, string>> = {
+const LIMIT_VARIABLE: Readonly<Record<GraphqlLimit, string>> = {
   "document-size": "GRAPHQL_MAX_DOCUMENT_BYTES",
   "tokens": "GRAPHQL_MAX_TOKENS",
   "depth": "GRAPHQL_MAX_DEPTH",
@@ -75,7 +75,7 @@ export function limitRules(config: GraphqlConfig): ValidationRule[] {
 }
 
 /** A parsed document and how many tokens it has (the weight of its cache entry). */
-export interface ParsedDocument {
+interface ParsedDocument {
   document: DocumentNode;
   tokens: number;
 }

@@ -57,7 +57,7 @@ export function assertJsonRequest(contentType: string | undefined): void {
 }
 
 /** The GraphQL-over-HTTP request parameters. */
-export interface GraphqlParams {
+interface GraphqlParams {
   query: string;
   variables: Record<string, unknown> | undefined;
   operationName: string | undefined;

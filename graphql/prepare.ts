@@ -16,12 +16,12 @@ import { limitRules, parseWithTokenLimit } from "./limits.ts";
 import { createLru, type Lru } from "./lru.ts";
 
 /** A query text after parsing and validation: a document to execute, or the errors to report. */
-export type Prepared =
+type Prepared =
   | { ok: true; document: DocumentNode }
   | { ok: false; errors: readonly GraphQLError[] };
 
 /** Cache bounds: entries, and the bytes all cached documents hold. */
-export interface PrepareCacheOptions {
+interface PrepareCacheOptions {
   maxEntries?: number;
   maxBytes?: number;
 }

@@ -9,7 +9,7 @@ import { ADDRESS_MUTATIONS, ADDRESS_QUERIES, type AddressRootField } from "./add
  * of it is a pure function of the catalogue snapshot a request reads; routes.ts caches results of
  * variable-free operations that select nothing else (CATALOGUE_FIELDS).
  */
-export const BOOKS_SDL = `
+const BOOKS_SDL = `
 "A book of the catalogue."
 type Book {
   title: String!
@@ -81,7 +81,7 @@ export function createSchema(): GraphQLSchema {
 }
 
 /** Root resolvers. */
-export interface BooksRoot {
+interface BooksRoot {
   books(): readonly Book[];
 }
 

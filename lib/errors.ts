@@ -32,7 +32,7 @@ export type ErrorCode =
   | "internal";
 
 /** Languages user messages are translated into; English is the fallback. */
-export type Language = "en" | "de";
+type Language = "en" | "de";
 
 interface ErrorDefinition {
   status: number;

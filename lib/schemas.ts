@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { AddressSchema } from "./address.ts";
 
 /** An author of a book. */
-export const AuthorSchema = z.object({
+const AuthorSchema = z.object({
   firstName: z.string().min(1),
   lastName: z.string().min(1),
 }).openapi("Author");

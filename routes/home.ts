@@ -22,7 +22,7 @@ const link = (href: string, title: string, templated = false) =>
   templated ? { href, title, templated } : { href, title };
 
 /** Links to every resource (HAL-style `_links`; `templated` marks an RFC 6570 template). */
-export const ENTRY_LINKS = {
+const ENTRY_LINKS = {
   self: link(ENTRY_PATH, "This entry point"),
   books: link(BOOKS_PATH, "Every book, ascending id"),
   book: link(BOOK_ROUTE, "One book", true),

@@ -7,7 +7,7 @@ import { openEdge } from "./compose.ts";
 import { kvLabel } from "../store/kv/label.ts";
 
 /** The edge as a `fetch` that a host calls: `deno serve`, `deno serve --parallel`, Deno Deploy. */
-export interface ServedEdge {
+interface ServedEdge {
   /** The default export's `fetch`: the first call opens storage, later calls go straight in. */
   fetch: Handler;
   /** Opens storage now instead of on the first request; a bad configuration ends the process. */

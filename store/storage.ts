@@ -6,7 +6,7 @@ import { guardStorage, type StorageHealth } from "./kv/storage_health.ts";
 import { openStore, type Store } from "./store.ts";
 
 /** What a server opens: the KV handle (closed last), the store over it, and its health. */
-export interface Storage {
+interface Storage {
   kv: Deno.Kv;
   store: Store;
   /** Whether writes work and the KV file is the one opened (readiness). */
