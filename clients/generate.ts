@@ -14,7 +14,7 @@ const HEADER =
   "edit.\n// Regenerate with `deno task generate:client`; `deno task check` fails when stale.\n\n";
 
 /** The generated module's text for the served document. */
-export async function generatedTypes(): Promise<string> {
+async function generatedTypes(): Promise<string> {
   const document = JSON.parse(await servedOpenApiText());
   return HEADER + astToString(await openapiTS(document));
 }

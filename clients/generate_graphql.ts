@@ -32,7 +32,7 @@ export function addressFieldsFragment(schema: GraphQLSchema): string {
 }
 
 /** What the generator writes: each file's URL and text. */
-export async function generatedGraphql(): Promise<Map<URL, string>> {
+async function generatedGraphql(): Promise<Map<URL, string>> {
   const schema = createSchema();
   const fragment = addressFieldsFragment(schema);
   const operations = await Deno.readTextFile(OPERATIONS);

@@ -40,7 +40,7 @@ import {
  */
 
 /** What a request's address fields act with: the caller's owner and the store. */
-export interface AddressContext {
+interface AddressContext {
   owner: string;
   addresses: AddressStore;
 }

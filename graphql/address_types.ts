@@ -104,7 +104,7 @@ export const AddressPatchType = new GraphQLInputObjectType({
 });
 
 /** One address of a page and the cursor that resumes after it. */
-export interface AddressEdge {
+interface AddressEdge {
   cursor: string;
   node: StoredAddress;
 }

@@ -26,7 +26,7 @@ const PACKAGE_ASSETS = new Map<string, { pkg: string; file: string; type: string
 ]);
 
 /** The books query GraphiQL opens with. */
-export const DEFAULT_QUERY = `# The book list (spec 4.2). Press the run button or Ctrl-Enter.
+const DEFAULT_QUERY = `# The book list. Press the run button or Ctrl-Enter.
 {
   books {
     title

@@ -12,10 +12,10 @@ import {
 import type { GraphqlConfig } from "../lib/config.ts";
 
 /** The limits a document must stay within before anything else is done with it. */
-export type GraphqlLimit = "document-size" | "tokens" | "depth" | "aliases" | "directives" | "cost";
+type GraphqlLimit = "document-size" | "tokens" | "depth" | "aliases" | "directives" | "cost";
 
 /** The environment variable that sets each limit, named in every rejection. */
-export const LIMIT_VARIABLE: Readonly<Record<GraphqlLimit, string>> = {
+const LIMIT_VARIABLE: Readonly<Record<GraphqlLimit, string>> = {
   "document-size": "GRAPHQL_MAX_DOCUMENT_BYTES",
   "tokens": "GRAPHQL_MAX_TOKENS",
   "depth": "GRAPHQL_MAX_DEPTH",
@@ -52,8 +52,9 @@ function reportAs(limit: GraphqlLimit) {
 
 /**
  * The structural limits as validation rules (graphql-armor's maintained rules). They run in a
- * pass of their own before the spec's rules, because some spec rules (overlapping fields) cost
- * time quadratic in the number of selections, which is exactly what these limits bound.
+ * pass of their own before the GraphQL specification's rules, because some of those (overlapping
+ * fields) cost time quadratic in the number of selections, which is exactly what these limits
+ * bound.
  * Introspection through `__schema` is exempt from depth and cost (armor's default), so GraphiQL's
  * schema query passes; `__type` is not exempt, and every alias counts (`__typename` too).
  */
@@ -74,7 +75,7 @@ export function limitRules(config: GraphqlConfig): ValidationRule[] {
 }
 
 /** A parsed document and how many tokens it has (the weight of its cache entry). */
-export interface ParsedDocument {
+interface ParsedDocument {
   document: DocumentNode;
   tokens: number;
 }

@@ -11,7 +11,7 @@ import type { Access } from "../security/access.ts";
 import { CATALOGUE_FIELDS, ROOT_ACCESS } from "./schema.ts";
 
 /** What the operation a request runs needs, decided before it runs. */
-export interface OperationPlan {
+interface OperationPlan {
   operation: OperationDefinitionNode;
   /** What its root fields need, each once, in the order they first appear. */
   accesses: Access[];

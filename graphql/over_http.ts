@@ -9,8 +9,8 @@ export type GraphqlMediaType = "application/json" | "application/graphql-respons
 export const GRAPHQL_RESPONSE_JSON = "application/graphql-response+json";
 
 // Named alike, `application/graphql-response+json` wins (what graphql-http's client sends and
-// its server answers); through a wildcard, or without `Accept`, `application/json` (the spec's
-// legacy clients).
+// its server answers); through a wildcard, or without `Accept`, `application/json` (the legacy
+// clients of GraphQL-over-HTTP).
 const GRAPHQL_OFFERS: readonly GraphqlMediaType[] = [GRAPHQL_RESPONSE_JSON, "application/json"];
 
 /**
@@ -57,7 +57,7 @@ export function assertJsonRequest(contentType: string | undefined): void {
 }
 
 /** The GraphQL-over-HTTP request parameters. */
-export interface GraphqlParams {
+interface GraphqlParams {
   query: string;
   variables: Record<string, unknown> | undefined;
   operationName: string | undefined;

@@ -16,12 +16,12 @@ import { limitRules, parseWithTokenLimit } from "./limits.ts";
 import { createLru, type Lru } from "./lru.ts";
 
 /** A query text after parsing and validation: a document to execute, or the errors to report. */
-export type Prepared =
+type Prepared =
   | { ok: true; document: DocumentNode }
   | { ok: false; errors: readonly GraphQLError[] };
 
 /** Cache bounds: entries, and the bytes all cached documents hold. */
-export interface PrepareCacheOptions {
+interface PrepareCacheOptions {
   maxEntries?: number;
   maxBytes?: number;
 }
@@ -98,9 +98,10 @@ export function createPreparer(
 }
 
 /**
- * The spec's "operation type existence" check, which graphql-js 16 leaves to execution (where an
- * operation type the schema lacks fails as if the server had): this schema has queries and
- * mutations, so a subscription is the client's error and is rejected before execution.
+ * The GraphQL specification's "operation type existence" check, which graphql-js 16 leaves to
+ * execution (where an operation type the schema lacks fails as if the server had): this schema
+ * has queries and mutations, so a subscription is the client's error and is rejected before
+ * execution.
  */
 function knownOperationTypesRule(context: ValidationContext): ASTVisitor {
   return {

@@ -4,7 +4,7 @@ import type { Logger } from "../lib/log.ts";
 import type { GraphqlMediaType } from "./over_http.ts";
 
 /** What the error rendering needs to know about the request. */
-export interface ResponseContext {
+interface ResponseContext {
   type: GraphqlMediaType;
   requestId: string;
   logger: Logger;

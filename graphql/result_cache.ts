@@ -22,7 +22,7 @@ export interface ResultCache {
 }
 
 /** Bounds: entries, and the bytes all entries hold (keys and bodies). */
-export interface ResultCacheOptions {
+interface ResultCacheOptions {
   maxEntries?: number;
   maxBytes?: number;
 }

@@ -37,7 +37,7 @@ import { requires } from "../security/access.ts";
 import { GRAPHQL_PATH } from "../lib/paths.ts";
 
 /** What the GraphQL endpoint needs. */
-export interface GraphqlDeps {
+interface GraphqlDeps {
   books: BookStore;
   addresses: AddressStore;
   logger: Logger;

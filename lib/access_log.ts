@@ -3,7 +3,7 @@ import { type Logger, msSince } from "./log.ts";
 import { nameHttpSpan, TRACING } from "./tracing.ts";
 
 /** One HTTP request as the access log records it. */
-export interface HttpAccess {
+interface HttpAccess {
   method: string;
   /** The canonical path, without the query (it may carry what does not belong in logs). */
   path: string;
@@ -32,7 +32,7 @@ export function logHttpAccess(logger: Logger, access: HttpAccess): void {
 }
 
 /** One RPC as the gRPC listener's log records it. */
-export interface RpcAccess {
+interface RpcAccess {
   /** `package.Service/method`. */
   procedure: string;
   /** The gRPC status; undefined is OK. */

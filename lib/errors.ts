@@ -32,14 +32,14 @@ export type ErrorCode =
   | "internal";
 
 /** Languages user messages are translated into; English is the fallback. */
-export type Language = "en" | "de";
+type Language = "en" | "de";
 
 interface ErrorDefinition {
   status: number;
   messages: Record<Language, string>;
 }
 
-/** Per-code HTTP status and translated user messages (spec 7.4 `message`). */
+/** Per-code HTTP status and translated user messages (docs/errors.md, the body's `message`). */
 export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
   "bad-request": {
     status: 400,

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { AddressSchema } from "./address.ts";
 
 /** An author of a book. */
-export const AuthorSchema = z.object({
+const AuthorSchema = z.object({
   firstName: z.string().min(1),
   lastName: z.string().min(1),
 }).openapi("Author");
@@ -69,7 +69,7 @@ export const AddressListQuerySchema = z.object({
   cursor: z.string().max(200).optional().openapi({ param: { name: "cursor", in: "query" } }),
 });
 
-/** Detailed error body (spec 7.4). */
+/** Detailed error body (docs/errors.md, The bodies). */
 export const ErrorBodySchema = z.object({
   errors: z.array(z.object({
     error: z.string().openapi({ example: "book-not-found" }),

@@ -52,7 +52,7 @@ export function nameHttpSpan(
 }
 
 /** What a finished RPC reports to its span. */
-export interface RpcSpanEnd {
+interface RpcSpanEnd {
   /** gRPC status code (0 is OK). */
   code: number;
 }

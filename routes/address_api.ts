@@ -87,7 +87,7 @@ export const createAddress = createRoute({
   tags: ["addresses"],
   summary: "Create an address (every request creates a new one, unless Idempotency-Key repeats)",
   description: "Stores the address for the caller with a newly generated id and answers it with " +
-    "`Location` and `ETag` (spec 4.5). Fields are trimmed; unknown members are ignored. With " +
+    "`Location` and `ETag`. Fields are trimmed; unknown members are ignored. With " +
     "`Idempotency-Key` a retried request replays the first answer instead of creating another " +
     "address. Needs the scope `addresses:write` when authentication is on.",
   request: { headers: CreateHeaderSchema, body: jsonBody },
@@ -167,7 +167,7 @@ export const putAddress = createRoute({
   tags: ["addresses"],
   summary: `Version 1: replace ${fieldListText(V1_REPLACED, true)}, or create with a new id. ` +
     "Version 2: store at this id",
-  description: "Version 1 (`application/json`, spec 4.6): the caller's existing address gets " +
+  description: "Version 1 (`application/json`): the caller's existing address gets " +
     `${fieldListText(V1_REPLACED)} from the body and keeps its ${fieldListText(V1_KEPT)} (200); ` +
     "otherwise (absent, or another owner's) the body is stored as a new address with a " +
     "generated id (201, Location of that id).\n\nVersion 2 " +

@@ -24,7 +24,7 @@ export interface Encoded {
 }
 
 /** The catalogue's representations: the list and each book. */
-export interface EncodedCatalogue {
+interface EncodedCatalogue {
   list: Encoded;
   /** One book's, or undefined for an id no book has. */
   get(id: number): Encoded | undefined;

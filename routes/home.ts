@@ -22,7 +22,7 @@ const link = (href: string, title: string, templated = false) =>
   templated ? { href, title, templated } : { href, title };
 
 /** Links to every resource (HAL-style `_links`; `templated` marks an RFC 6570 template). */
-export const ENTRY_LINKS = {
+const ENTRY_LINKS = {
   self: link(ENTRY_PATH, "This entry point"),
   books: link(BOOKS_PATH, "Every book, ascending id"),
   book: link(BOOK_ROUTE, "One book", true),
@@ -50,10 +50,10 @@ const entryPoint = createRoute({
   tags: ["service"],
   summary: "Entry point: links to every resource",
   description: "HAL-style `_links` to every resource of the API (`templated` marks an RFC 6570 " +
-    "template), so a client needs to know only this URI (spec 9, rule 4).",
+    "template), so a client needs to know only this URI.",
   responses: {
     200: {
-      description: "Links; clients need to know only this URI (spec 9, rule 4).",
+      description: "Links; clients need to know only this URI.",
       content: jsonContent(z.object({ _links: z.record(z.string(), LinkSchema) })),
     },
     406: errorResponse("`not-acceptable`"),

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppError } from "../lib/errors.ts";
 
-/** Scopes a token may grant (design.md, "Authentication and ownership"). */
+/** Scopes a token may grant (docs/security.md, "Authentication"). */
 export type Scope = "books:read" | "addresses:read" | "addresses:write";
 
 /**
@@ -19,10 +19,10 @@ export type Access = "probe" | "public" | Scope | "authenticated";
  * How a route's protocol answers a call the gate refused (GraphQL's `errors`, Connect's error in
  * the client's protocol). Without one the refusal is the REST error body.
  */
-export type Refuse = (c: Context, error: AppError) => Response | Promise<Response>;
+type Refuse = (c: Context, error: AppError) => Response | Promise<Response>;
 
 /** A route's declaration: a Hono handler that does nothing but carry the access. */
-export type AccessMarker = MiddlewareHandler & {
+type AccessMarker = MiddlewareHandler & {
   readonly access: Access;
   readonly refuse: Refuse | undefined;
 };

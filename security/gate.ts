@@ -35,14 +35,14 @@ export interface GateRequest {
 }
 
 /** The call may proceed as `caller`; `headers` (RateLimit) go on its response. */
-export interface Admitted {
+interface Admitted {
   ok: true;
   caller: Caller;
   headers: Record<string, string> | undefined;
 }
 
 /** The call is refused; the error carries its headers (WWW-Authenticate, RateLimit, …). */
-export interface Refused {
+interface Refused {
   ok: false;
   error: AppError;
 }
@@ -63,7 +63,7 @@ export interface Gate {
 }
 
 /** The realm every challenge names. */
-export const REALM = "books";
+const REALM = "books";
 const CHALLENGE = `Bearer realm="${REALM}"`;
 const INVALID_TOKEN = `Bearer realm="${REALM}", error="invalid_token"`;
 const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]{1,8192})\s*$/i;

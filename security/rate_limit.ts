@@ -4,7 +4,7 @@ import type { RateLimitConfig } from "../lib/config.ts";
 const DEFAULT_MAX_CLIENTS = 10_000;
 
 /** The outcome of one request against its client's bucket. */
-export interface RateDecision {
+interface RateDecision {
   allowed: boolean;
   /** Requests left in the bucket after this one. */
   remaining: number;

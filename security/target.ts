@@ -1,6 +1,6 @@
 /**
- * The canonical request target (design.md, "One request, one view"). This API's paths need no
- * escaping, so a target is canonical when its path is `/` or `/`-separated segments of RFC 3986
+ * The canonical request target (docs/security.md, "One request, one view"). This API's paths need
+ * no escaping, so a target is canonical when its path is `/` or `/`-separated segments of RFC 3986
  * `pchar`s without `%` (no percent-encoding), none of them empty (`//`) or a dot segment (`.`,
  * `..`), optionally one trailing `/` (no route has one: the router answers 404), and its query
  * has no fragment, space or non-ASCII byte. Every layer (the gate, the answers in front of the

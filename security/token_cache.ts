@@ -9,7 +9,7 @@ export interface TokenCache<V> extends CacheStats {
 }
 
 /** Bounds of a token cache. */
-export interface TokenCacheOptions {
+interface TokenCacheOptions {
   maxEntries?: number;
   maxBytes?: number;
 }

@@ -30,7 +30,7 @@ import type { AccessRules } from "../security/gate.ts";
 import { OPENAPI_PATH } from "../lib/paths.ts";
 
 /** What the HTTP app needs from the process. */
-export interface AppDeps {
+interface AppDeps {
   store: Store;
   logger: Logger;
   /** Largest accepted request body in bytes (413 above). */

@@ -28,7 +28,7 @@ export interface EdgeCaches {
 }
 
 /** The HTTP edge over an open store: the handler and what it holds. */
-export interface Edge {
+interface Edge {
   /** The whole HTTP side: answers in front of the router, then the app. */
   handler: Handler;
   books: BookStore;

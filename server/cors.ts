@@ -3,7 +3,7 @@ import { cors } from "hono/cors";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import type { Handler } from "./handler.ts";
 
-/** Request headers a browser may send cross-origin (design.md, "Browsers"). */
+/** Request headers a browser may send cross-origin (docs/security.md, "Browsers"). */
 export const CORS_ALLOW_HEADERS = [
   "authorization",
   "content-type",
@@ -57,7 +57,7 @@ export function corsMiddleware(origins: "*" | string[]): MiddlewareHandler<AppEn
 }
 
 /**
- * Adds `Vary: Origin` to every answer (design.md, "Browsers"): with CORS on, what a response
+ * Adds `Vary: Origin` to every answer (docs/security.md, "Browsers"): with CORS on, what a response
  * carries depends on the request's Origin, and a cache must not give one origin's answer (or a
  * same-origin one, which has no CORS headers) to another.
  */

@@ -7,7 +7,7 @@ import { openEdge } from "./compose.ts";
 import { kvLabel } from "../store/kv/label.ts";
 
 /** The edge as a `fetch` that a host calls: `deno serve`, `deno serve --parallel`, Deno Deploy. */
-export interface ServedEdge {
+interface ServedEdge {
   /** The default export's `fetch`: the first call opens storage, later calls go straight in. */
   fetch: Handler;
   /** Opens storage now instead of on the first request; a bad configuration ends the process. */
@@ -70,7 +70,7 @@ export function servedEdge(env: () => Record<string, string | undefined>): Serve
       return await (await open())(request, info);
     } catch {
       // Start-up failed and its cause was written once; the app that renders errors does not
-      // exist, so the spec 7.4 body is built here. Never a 500: the service is unavailable.
+      // exist, so the detailed error body is built here. Never a 500: the service is unavailable.
       return unavailable();
     }
   }

@@ -13,7 +13,7 @@ export interface HttpListener {
 }
 
 /** How fast a failed listener comes back. */
-export interface RelistenTiming {
+interface RelistenTiming {
   /** First wait before listening again; doubled after each failure up to `maxBackoffMs`. */
   minBackoffMs: number;
   maxBackoffMs: number;

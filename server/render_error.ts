@@ -54,14 +54,14 @@ function wantsProblemJson(accept: string | undefined): boolean {
  * spaces), and the URL's keeps characters RFC 3986 does not allow (`|`, `^`, a `%` that starts
  * no escape); each of those is percent-encoded.
  */
-export function uriPath(url: string): string {
+function uriPath(url: string): string {
   return new URL(url).pathname
     .replace(/%(?![0-9A-Fa-f]{2})/g, "%25")
     .replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/gu, (ch) => encodeURIComponent(ch));
 }
 
 /**
- * Renders a mapped error for REST: the detailed body (spec 7.4) by default, RFC 7807 when the
+ * Renders a mapped error for REST: the detailed body (docs/errors.md) by default, RFC 7807 when the
  * client accepts `application/problem+json`. Messages follow Accept-Language; details do not.
  * Links start with `base` (`PUBLIC_URL`), relative when it is "".
  */
@@ -94,16 +94,16 @@ export function renderAppError(c: Context<AppEnv>, error: AppError, base = ""): 
   return new Response(JSON.stringify(body), { status: error.status, headers });
 }
 
-/** ISO 8601 date-time with a numeric offset (spec 7.3), in UTC: `2026-01-02T03:04:05.678+00:00`. */
-export function isoWithOffset(date: Date): string {
+/** ISO 8601 date-time with a numeric offset, in UTC: `2026-01-02T03:04:05.678+00:00`. */
+function isoWithOffset(date: Date): string {
   return date.toISOString().replace("Z", "+00:00");
 }
 
 /**
- * Renders an unexpected exception: the spec's default body (7.3) with status 500 and an empty
+ * Renders an unexpected exception: the default body (docs/errors.md) with status 500 and an empty
  * message. The stack goes to the log with the request id, never to the client.
  */
-export function renderUnexpected(c: Context<AppEnv>, error: unknown, logger: Logger): Response {
+function renderUnexpected(c: Context<AppEnv>, error: unknown, logger: Logger): Response {
   logger.error("unhandled error", {
     requestId: c.get("requestId"),
     method: c.req.method,
@@ -149,7 +149,7 @@ const KEPT_HEADERS = ["allow", "www-authenticate", "retry-after", "accept-patch"
  * else and for 5xx other than 503, which stay unexpected. Its message is the framework's wording,
  * so it goes to `detail` only.
  */
-export function appErrorFromFramework(error: unknown): AppError | undefined {
+function appErrorFromFramework(error: unknown): AppError | undefined {
   if (!(error instanceof HTTPException) && !isHttpExceptionLike(error)) return undefined;
   const status = error.status;
   const code = CODE_OF_STATUS[status] ??

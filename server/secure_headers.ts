@@ -7,7 +7,7 @@ import { addMissingHeaders } from "../lib/http/response_headers.ts";
  * connections (inline style attributes and data: fonts and images excepted), so a page cannot
  * silently depend on a CDN. Set here once, for every page, rather than by each page.
  */
-export const PAGE_CSP = [
+const PAGE_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",

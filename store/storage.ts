@@ -7,7 +7,7 @@ import { openStore, type Store } from "./store.ts";
 import { openWriteLock, type WriteLock } from "./kv/write_lock.ts";
 
 /** What a server opens: the KV handle (closed last), the store over it, and its health. */
-export interface Storage {
+interface Storage {
   kv: Deno.Kv;
   store: Store;
   /** Whether writes work and the KV file is the one opened (readiness). */

@@ -16,7 +16,7 @@ export interface Store {
 }
 
 /** How to open the store. */
-export interface StoreOptions {
+interface StoreOptions {
   seedBooks: readonly Book[];
   addresses?: Omit<AddressStoreOptions, "guard">;
   /** `MIGRATE_ON_START`: migrate an older layout instead of refusing to start. */

@@ -1,6 +1,6 @@
 /**
- * One request, one view (design.md): the vectors of the security audit, each over sockets with
- * its target sent verbatim, against a server with authentication on and `AUTH_BOOKS=required`.
+ * One request, one view (docs/security.md): the vectors of the security audit, each over sockets
+ * with its target sent verbatim, against a server with authentication on and `AUTH_BOOKS=required`.
  * Before the canonical target, each of these reached data without a token (or wrote without the
  * scope), because the gate read the raw path and the router a decoded one.
  */

@@ -40,7 +40,7 @@ Deno.test("CORS: preflights 204 for allowed origins, nothing for others, on ever
     RATE_LIMIT: "1000/s",
   });
   try {
-    await t.step("allowed origin: 204 with the design's headers", async () => {
+    await t.step("allowed origin: 204 with the documented headers", async () => {
       for (const [path, method] of PATHS) {
         const res = await preflight(`${server.httpUrl}${path}`, APP, method);
         await res.body?.cancel();

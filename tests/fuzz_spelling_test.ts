@@ -1,8 +1,8 @@
 /**
- * Property-based fuzzing of how the server reads a request target (design.md, "One request, one
- * view"): other spellings of every routed path (tests/support/fuzz_http.ts `pathSpelling`),
- * sent verbatim over HTTP/1.1 and h2c to a server with authentication on, `AUTH_BOOKS=required`
- * and CORS. Whatever the spelling:
+ * Property-based fuzzing of how the server reads a request target (docs/security.md, "One
+ * request, one view"): other spellings of every routed path (tests/support/fuzz_http.ts
+ * `pathSpelling`), sent verbatim over HTTP/1.1 and h2c to a server with authentication on,
+ * `AUTH_BOOKS=required` and CORS. Whatever the spelling:
  * - a request without a valid token (or with one that grants no scope) gets a 2xx only on the
  *   public list, spelled exactly as routed;
  * - no answer is a 405 whose `Allow` lists the request's own method;
@@ -21,7 +21,7 @@ import { h2c, rawHttp1, type RawRequest, type RawResponse } from "./support/raw_
 import { startTestServer } from "./support/server.ts";
 import { hsToken, SECRET } from "./support/tokens.ts";
 
-// The design's public list, spelled as routed: one segment of plain characters after the
+// The public list (docs/security.md), spelled as routed: one segment of plain characters after the
 // asset prefixes, never a dot segment.
 const PUBLIC =
   /^\/(?:|healthz|readyz|openapi\.json|docs|docs\/errors|graphql|(?:docs|graphql)\/assets\/(?!\.\.?$)[A-Za-z0-9._-]+)$/;

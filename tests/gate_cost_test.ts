@@ -1,9 +1,9 @@
 /**
- * Cost before trust (design.md): the gate takes the rate limit before it spends a signature
- * check on a token it has not seen, and remembers tokens that failed. The gate is built from its
- * parts with a verifier that counts its signature checks; the statuses are also checked over a
- * socket against the real server. A refused call is answered without its body being read,
- * inflated or parsed, on every RPC framing of both ports.
+ * Cost before trust (docs/security.md, Authentication): the gate takes the rate limit before it
+ * spends a signature check on a token it has not seen, and remembers tokens that failed. The gate
+ * is built from its parts with a verifier that counts its signature checks; the statuses are also
+ * checked over a socket against the real server. A refused call is answered without its body
+ * being read, inflated or parsed, on every RPC framing of both ports.
  */
 import assert from "node:assert/strict";
 import { type Identity, TokenError, type Verifier } from "../security/verifier.ts";

@@ -5,7 +5,7 @@ import { startTestServer } from "./support/server.ts";
 /**
  * The GraphQL-over-HTTP conformance audit of the `graphql-http` package, run against the real
  * server over a socket. Every MUST and every SHOULD has to pass. MAYs may fail only where they
- * execute operations over GET, which this server refuses by design (spec 4.2: POST only).
+ * execute operations over GET, which this server refuses (docs/graphql.md: POST only).
  */
 Deno.test("GraphQL-over-HTTP audit (graphql-http serverAudits)", async () => {
   const server = await startTestServer();

@@ -74,7 +74,7 @@ Deno.test("acceptableJson for a v2 request: v2 unless Accept weighs it below ano
     // Differences from the parser it replaced (old answer in the comment):
     [`${V2};q=0, */*`, JSON_TYPE], // old: v2 (refused by name, then taken through */*)
     ["application/json, application/*;q=0.9", JSON_TYPE], // old: v2 (whatever the weights)
-    [`application/*, ${V1}`, V2], // old: v1 (design.md: a v2 answer carries the v2 type)
+    [`application/*, ${V1}`, V2], // old: v1 (docs/http.md, Versions)
   ];
   for (const [accept, expected] of cases) {
     assert.equal(acceptableJson(accept, V2), expected, String(accept));

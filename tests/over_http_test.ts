@@ -29,7 +29,7 @@ Deno.test("negotiateGraphqlType: graphql-response+json when preferred or named a
     ["application/*", JSON_TYPE],
     [GQL, GQL],
     [`${GQL}; charset=utf-8`, GQL],
-    // What graphql-http's client sends, and the spec's recommended header.
+    // What graphql-http's client sends, and GraphQL-over-HTTP's recommended header.
     [`${GQL}, ${JSON_TYPE}`, GQL],
     [`${GQL}, ${JSON_TYPE};q=0.9`, GQL],
     [`${JSON_TYPE}, ${GQL}`, GQL],

@@ -82,7 +82,7 @@ Deno.test("owners: another owner's addresses do not exist for the caller", async
         const v2 = /v2/.test(String((init.headers as Record<string, string>)?.["content-type"]));
         const conditional = "if-match" in ((init.headers ?? {}) as Record<string, string>);
         if (method === "PUT" && v2 && !conditional) {
-          // A v2 PUT creates at the path id; an id held by anyone is taken (design.md), and
+          // A v2 PUT creates at the path id; an id held by anyone is taken (docs/http.md), and
           // the other owner's address is left as it was (checked below).
           assert.deepEqual(onTheirs, { status: 409, code: "id-taken", location: false }, label);
           assert.equal(onNobodys.status, 201, label);

@@ -126,7 +126,7 @@ Deno.test("grpc.health.v1.Health and server reflection on the gRPC listener", as
       assert.equal(answer.originalRequest?.messageRequest.case, "listServices");
     });
 
-    await t.step("reflection v1: BooksService's file descriptor is the spec's schema", async () => {
+    await t.step("reflection v1: BooksService's file descriptor is the books schema", async () => {
       const answers = await reflect(
         { case: "fileContainingSymbol", value: "books.v1.BooksService" },
         { case: "fileContainingSymbol", value: "books.v1.BooksService.books" },

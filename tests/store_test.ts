@@ -43,7 +43,7 @@ Deno.test("seeding more than one atomic operation's worth of books", async () =>
   assert.equal(books.list().length, 1234);
 });
 
-Deno.test("address create/get/put/delete keep the spec's rules", async () => {
+Deno.test("address create/get/put/delete keep the interface's rules", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = openAddressStore(kv);
   const a = await store.create(OWNER, input);

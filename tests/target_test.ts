@@ -1,5 +1,5 @@
 /**
- * security/target.ts, the canonical request target (design.md, "One request, one view"):
+ * security/target.ts, the canonical request target (docs/security.md, "One request, one view"):
  * tables of targets accepted and refused, and properties: whatever the input, the answer is
  * undefined or a path that Hono's router, the WHATWG URL parser and `canonicalRequestPath` all
  * read as the same string; every target built of canonical segments is accepted; and a Host

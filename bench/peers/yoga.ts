@@ -1,6 +1,6 @@
-// graphql-yoga on Deno with the spec's schema and the same catalogue: the GraphQL server a user
-// would pick. Defaults otherwise (parser and validation caches on), with GraphiQL and logging
-// off. BOOKS_FILE is the catalogue; prints one JSON `listening` line.
+// graphql-yoga on Deno with the books schema (docs/graphql.md) and the same catalogue: the
+// GraphQL server a user would pick. Defaults otherwise (parser and validation caches on), with
+// GraphiQL and logging off. BOOKS_FILE is the catalogue; prints one JSON `listening` line.
 import { createSchema, createYoga } from "graphql-yoga";
 
 interface Book {

@@ -77,7 +77,7 @@ export interface paths {
         put?: never;
         /**
          * Create an address (every request creates a new one, unless Idempotency-Key repeats)
-         * @description Stores the address for the caller with a newly generated id and answers it with `Location` and `ETag` (spec 4.5). Fields are trimmed; unknown members are ignored. With `Idempotency-Key` a retried request replays the first answer instead of creating another address. Needs the scope `addresses:write` when authentication is on.
+         * @description Stores the address for the caller with a newly generated id and answers it with `Location` and `ETag`. Fields are trimmed; unknown members are ignored. With `Idempotency-Key` a retried request replays the first answer instead of creating another address. Needs the scope `addresses:write` when authentication is on.
          */
         post: operations["createAddress"];
         /**
@@ -104,7 +104,7 @@ export interface paths {
         get: operations["getAddress"];
         /**
          * Version 1: replace city and postal code, or create with a new id. Version 2: store at this id
-         * @description Version 1 (`application/json`, spec 4.6): the caller's existing address gets city and postalCode from the body and keeps its name (200); otherwise (absent, or another owner's) the body is stored as a new address with a generated id (201, Location of that id).
+         * @description Version 1 (`application/json`): the caller's existing address gets city and postalCode from the body and keeps its name (200); otherwise (absent, or another owner's) the body is stored as a new address with a generated id (201, Location of that id).
          *
          *     Version 2 (`application/vnd.books.v2+json` in Content-Type or Accept, RFC 9110): the caller's existing address is replaced whole, name included (200); repeating the request leaves the same state. An id never allocated (above the id counter, by at most 1,000,000) is created at that id (201, Location of the path) and moves the counter. Any other id is 409 `id-taken`, whether another owner holds it, it was deleted or it was allocated and not used: ids are never reused, and the answer says nothing about other owners.
          *
@@ -235,7 +235,7 @@ export interface paths {
         };
         /**
          * Entry point: links to every resource
-         * @description HAL-style `_links` to every resource of the API (`templated` marks an RFC 6570 template), so a client needs to know only this URI (spec 9, rule 4).
+         * @description HAL-style `_links` to every resource of the API (`templated` marks an RFC 6570 template), so a client needs to know only this URI.
          */
         get: operations["getEntryPoint"];
         put?: never;
@@ -1258,7 +1258,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Links; clients need to know only this URI (spec 9, rule 4). */
+            /** @description Links; clients need to know only this URI. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -31,7 +31,7 @@ export interface MediaRange {
 }
 
 /** One language range of an `Accept-Language` header. */
-export interface LanguageRange {
+interface LanguageRange {
   /** Lower-cased language range (`de`, `de-ch`) or `*`. */
   readonly range: string;
   /** The weight, 0 to 1; 0 means "not acceptable". */
@@ -39,7 +39,7 @@ export interface LanguageRange {
 }
 
 /** How a header accepts one media type. */
-export interface Acceptance {
+interface Acceptance {
   /** The weight of the most specific range that matches the type; 0 when none does. */
   q: number;
   /** That range's kind: 2 `type/subtype`, 1 `type/*`, 0 `*\/*`; -1 when none matches. */

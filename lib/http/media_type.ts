@@ -18,7 +18,7 @@ const PARAMETER = new RegExp(
 );
 
 /** A Content-Type value read by RFC 9110's grammar. */
-export interface MediaType {
+interface MediaType {
   /** `type/subtype`, lower-cased (`application/json`). */
   type: string;
   /**

@@ -2,7 +2,7 @@ import { AppError } from "../errors.ts";
 import { acceptance, preferredMediaType } from "./accept.ts";
 import { mediaTypeOf } from "./media_type.ts";
 
-/** The vendor media type of version 1 of this API (spec 9, media type versioning). */
+/** The vendor media type of version 1 of this API (docs/http.md, Versions). */
 export const VENDOR_JSON = "application/vnd.books.v1+json";
 
 /** Version 2: RFC 9110 PUT on addresses; every representation as in version 1. */
@@ -10,8 +10,8 @@ export const VENDOR_JSON_V2 = "application/vnd.books.v2+json";
 
 /**
  * Picks the response type for a JSON resource from `Accept`: `application/json` unless the
- * client asks for a vendor type, which is then echoed (spec 9). 406 when none is acceptable.
- * `prefer` is the type a wildcard (or no `Accept`) gets instead of `application/json`.
+ * client asks for a vendor type, which is then echoed (docs/http.md, Versions). 406 when none is
+ * acceptable. `prefer` is the type a wildcard (or no `Accept`) gets instead of `application/json`.
  */
 export function negotiateJson(
   accept: string | undefined | null,
@@ -27,7 +27,7 @@ export function negotiateJson(
 }
 
 // What a JSON resource offers, in its order of preference when the client names several alike:
-// a vendor type the client names is echoed (spec 9).
+// a vendor type the client names is echoed.
 const JSON_OFFERS = [VENDOR_JSON, VENDOR_JSON_V2, "application/json"];
 
 /** The type `negotiateJson` picks, or undefined when `Accept` allows none. */
@@ -39,7 +39,7 @@ export function acceptableJson(
   const type = preferredMediaType(accept, JSON_OFFERS, "application/json") ?? problemReader(accept);
   if (prefer === undefined || type === undefined || type === prefer) return type;
   // A v2 request is answered in v2 unless Accept weighs v2 below the type it would get otherwise
-  // (design.md: "a v2 answer carries that Content-Type").
+  // (docs/http.md, Versions).
   const preferred = acceptance(accept, prefer).q;
   return preferred > 0 && preferred >= acceptance(accept, type).q ? prefer : type;
 }
@@ -82,7 +82,7 @@ export function addressResponseType(
 
 /**
  * Headers of a negotiated JSON answer: its type, `Vary: Accept` (the type depends on `Accept`, so
- * caches must key on it; spec 9), the request id and `nosniff` (on every response).
+ * caches must key on it: docs/http.md, Versions), the request id and `nosniff` (on every response).
  */
 export function jsonHeaders(type: string, requestId: string): Record<string, string> {
   return {

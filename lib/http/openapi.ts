@@ -4,7 +4,7 @@ import { ErrorBodySchema, PROBLEM_JSON, ProblemSchema } from "../schemas.ts";
 
 /** OpenAPI fragments shared by the REST routes: response media types and HTTP semantics headers. */
 
-/** A JSON response body in each media type the server answers with (spec 9 versioning). */
+/** A JSON response body in each media type the server answers with (docs/http.md, Versions). */
 export function jsonContent<T>(schema: T) {
   return {
     "application/json": { schema },

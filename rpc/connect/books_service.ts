@@ -17,7 +17,7 @@ export function booksResponse(books: readonly Book[]): BooksResponse {
 }
 
 /** The answer to `books` for one catalogue snapshot: the message, and its encoded gRPC frame. */
-export interface BooksAnswer {
+interface BooksAnswer {
   message: BooksResponse;
   /** The message encoded and enveloped (uncompressed), as a gRPC response body carries it. */
   frame(): Uint8Array<ArrayBuffer>;

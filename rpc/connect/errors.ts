@@ -36,14 +36,14 @@ export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
 };
 
 /** Trailer carrying the application error code (the REST body's `error` member). */
-export const ERROR_CODE_TRAILER = "error-code";
+const ERROR_CODE_TRAILER = "error-code";
 
 /**
  * The metadata an application error travels with in every RPC protocol: its own headers
  * (WWW-Authenticate, RateLimit, …), its code as the `error-code` trailer, and with a retry hint
  * both `Retry-After` and gRPC's own retry pushback, which clients with a retry policy honour.
  */
-export function errorMetadata(error: AppError): Record<string, string> {
+function errorMetadata(error: AppError): Record<string, string> {
   const metadata: Record<string, string> = { ...error.headers, [ERROR_CODE_TRAILER]: error.code };
   if (error.retryAfter !== undefined) {
     metadata["grpc-retry-pushback-ms"] = String(error.retryAfter * 1000);
@@ -59,7 +59,7 @@ type ErrorDetails = NonNullable<ConstructorParameters<typeof ConnectError>[3]>;
  * `google.rpc.ErrorInfo.domain` of every error this server sends: the catalogue its `reason`
  * codes come from (docs/errors.md). Stable: clients may match on it.
  */
-export const ERROR_DOMAIN = "books-and-addresses";
+const ERROR_DOMAIN = "books-and-addresses";
 
 /**
  * The details an application error travels with (google.rpc, decoded by any gRPC client that
@@ -67,7 +67,7 @@ export const ERROR_DOMAIN = "books-and-addresses";
  * as REST's `errors[0].error`, and the first problem's field and the retry hint in `metadata`;
  * and `BadRequest` with one violation per problem that names a field (REST's `errors` array).
  */
-export function errorDetails(error: AppError): ErrorDetails {
+function errorDetails(error: AppError): ErrorDetails {
   const metadata: Record<string, string> = {};
   const field = error.problems[0]!.field;
   if (field !== undefined) metadata.field = field;
@@ -92,7 +92,7 @@ export function appConnectError(error: AppError): ConnectError {
 }
 
 /** Where the failure happened, for the log line of an unexpected error. */
-export interface ErrorContext {
+interface ErrorContext {
   logger: Logger;
   requestId: string;
   procedure: string;

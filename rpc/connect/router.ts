@@ -23,7 +23,7 @@ export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /** The application services (both ports) and the standard ones (gRPC listener only). */
 export const APP_SERVICES = [BooksService, AddressService] as const;
-export const STANDARD_SERVICES = [
+const STANDARD_SERVICES = [
   Health,
   reflectionV1.ServerReflection,
   reflectionV1alpha.ServerReflection,

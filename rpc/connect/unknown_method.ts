@@ -8,7 +8,7 @@ import type { Decision } from "../../security/gate.ts";
 import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
 
 /** A request as node:http2 hands it over: a compatibility request, or a bare stream's fields. */
-export interface RequestLike {
+interface RequestLike {
   url?: string | undefined;
   method?: string | undefined;
   headers: IncomingHttpHeaders;
@@ -20,7 +20,7 @@ export interface RequestLike {
 }
 
 /** The compatibility response of an HTTP/1.1 request (TLS with ALPN http/1.1). */
-export interface ResponseLike {
+interface ResponseLike {
   writeHead(status: number, headers: Record<string, string>): unknown;
   end(body: Uint8Array): unknown;
   end(): unknown;

@@ -3,7 +3,7 @@ import type net from "node:net";
 import type { RefusalLog } from "./refusal_log.ts";
 
 /** How many connections the gRPC listener keeps, and for how long. */
-export interface ConnectionLimits {
+interface ConnectionLimits {
   /** Connections open at once; more are closed at once. */
   maxConnections: number;
   /** Connections open at once from one client address (IPv6: one /64); more are closed at once. */
@@ -29,7 +29,7 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 const IDLE_CLOSE_GRACE_MS = 1_000;
 
 /** Admits the listener's connections and ends the ones that are not used. */
-export interface ConnectionGuard {
+interface ConnectionGuard {
   /**
    * Puts the caps in front of the server's own `connection` handling: a connection over a cap
    * is closed as it is accepted, before TLS or HTTP/2 spend anything on it.

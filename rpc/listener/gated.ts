@@ -15,7 +15,7 @@ export type TakeStream = (
 ) => boolean;
 
 /** What the service that answers `method` on a path declares ("authenticated" when none does). */
-export type AccessOf = (method: string, path: string) => Access;
+type AccessOf = (method: string, path: string) => Access;
 
 /**
  * How the listener answers a call refused before any service saw it, in the client's protocol,
@@ -38,7 +38,7 @@ function first(value: string | string[] | undefined): string | undefined {
  * alike on both ports (the gate reads no bearer token in the joined value). node:http2 keeps
  * only the first in `headers`; the raw list has them all.
  */
-export function authorizationOf(
+function authorizationOf(
   first: string | undefined,
   rawHeaders: readonly string[] | undefined,
 ): string | undefined {

@@ -338,7 +338,7 @@ function drainOnceAnswered(stream: http2.ServerHttp2Stream): void {
 }
 
 /** Reads and drops what is left of a request body, within limits (see the listener). */
-export function drainRequest(stream: http2.ServerHttp2Stream): void {
+function drainRequest(stream: http2.ServerHttp2Stream): void {
   let drained = 0;
   const cleanup = () => {
     clearTimeout(timer);

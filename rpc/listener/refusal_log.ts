@@ -1,7 +1,7 @@
 import type { Logger } from "../../lib/log.ts";
 
 /** Why the listener refused or closed a connection. */
-export type RefusalReason = "connection-limit" | "client-limit" | "handshake-timeout";
+type RefusalReason = "connection-limit" | "client-limit" | "handshake-timeout";
 
 /** Counts refused connections and writes them as summary lines. */
 export interface RefusalLog {

@@ -47,7 +47,7 @@ export interface GrpcChildConfig extends Partial<GrpcConnectionConfig> {
 }
 
 /** Exit code of a child that stopped itself because too many errors escaped (EX_SOFTWARE). */
-export const EXIT_UNTRUSTED = 70;
+const EXIT_UNTRUSTED = 70;
 
 /** Environment variable carrying the child's configuration. */
 export const CHILD_CONFIG_ENV = "GRPC_CHILD_CONFIG";

@@ -8,7 +8,7 @@ import type { Book } from "../../lib/schemas.ts";
 import { CHILD_CONFIG_ENV, type GrpcChildConfig, READY_MARKER } from "./grpc_child.ts";
 
 /** The gRPC listener running in its own, supervised process. */
-export interface SupervisedGrpc {
+interface SupervisedGrpc {
   /** Base URL; stays the same across restarts. */
   url: string;
   /** True while a child listens; false from its death until its successor listens. */
@@ -49,7 +49,7 @@ interface Child {
 }
 
 /** How the supervisor starts its children. */
-export interface SupervisorOptions {
+interface SupervisorOptions {
   /** The child's entry module (default rpc/process/grpc_child.ts; tests use one that fails on purpose). */
   entry?: string;
   /**

@@ -1,7 +1,7 @@
 import type { Logger } from "../../lib/log.ts";
 
 /** What the last-resort handler has seen. */
-export interface LastResort {
+interface LastResort {
   /** Uncaught exceptions and unhandled rejections since it was installed. */
   count(): number;
   /** Removes the handlers. */
@@ -9,7 +9,7 @@ export interface LastResort {
 }
 
 /** Limits of the last-resort handler (defaults suit the gRPC listener's process). */
-export interface LastResortOptions {
+interface LastResortOptions {
   /** Errors logged one by one per window, each with the top of its stack; more are counted. */
   loggedPerWindow?: number;
   /** More errors than this in one window: the process's state is not trusted any more. */

@@ -183,7 +183,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) {
         if (expected !== undefined) throw preconditionFailed(id);
-        // Spec 4.6 rule 2: stored as new with a generated id (also when another owner holds id).
+        // Version 1 PUT, rule 2 (docs/http.md): stored as new (also when another owner holds id).
         return { ...(await create(owner, input)), created: true };
       }
       checkExpected(expected, entry.versionstamp, id);

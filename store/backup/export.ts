@@ -8,7 +8,7 @@ import { CURRENT_LAYOUT, newerLayout, readLayout } from "../layout/layout.ts";
 const PAGE = 1000;
 
 /** What an export wrote. */
-export interface ExportSummary {
+interface ExportSummary {
   addresses: number;
   counter: number;
 }

@@ -38,7 +38,7 @@ export interface AddressLine {
 }
 
 /** A body line as parsed. */
-export type BackupLine = AddressLine | { kind: "counters"; addressId: number } | {
+type BackupLine = AddressLine | { kind: "counters"; addressId: number } | {
   kind: "end";
   addresses: number;
 };

@@ -26,7 +26,7 @@ import { openLayout } from "../layout/migrate.ts";
 export type OnConflict = "fail" | "skip";
 
 /** Reported as the import goes: first while checking the file, then while writing it. */
-export interface ImportProgress {
+interface ImportProgress {
   phase: "check" | "write";
   /** Addresses checked or written so far. */
   addresses: number;
@@ -35,7 +35,7 @@ export interface ImportProgress {
 }
 
 /** What an import did. */
-export interface ImportSummary {
+interface ImportSummary {
   header: BackupHeader;
   /** Addresses in the file. */
   addresses: number;

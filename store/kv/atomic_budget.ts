@@ -3,7 +3,7 @@
  * batch, books seeding, imports, migrations, erasures and sweeps). A batch grows by whole items
  * (an address with its index entry and count, a book, a key record) while the next one fits.
  */
-export const KV_ATOMIC_LIMITS = {
+const KV_ATOMIC_LIMITS = {
   checks: 100,
   mutations: 1000,
   keyBytes: 80 * 1024,
@@ -17,7 +17,7 @@ export const KV_ATOMIC_LIMITS = {
 const BYTES = { keyBytes: 70_000, valueBytes: 700_000 } as const;
 
 /** Checks and mutations a batch keeps free for what it adds besides its items. */
-export interface Reserve {
+interface Reserve {
   checks: number;
   mutations: number;
 }
@@ -29,7 +29,7 @@ export interface Reserve {
 const DEFAULT_RESERVE: Reserve = { checks: 10, mutations: 50 };
 
 /** Tracks what a batch has taken of one atomic operation. */
-export interface AtomicBudget {
+interface AtomicBudget {
   /** Takes an item's cost when it fits (true), or leaves the budget unchanged (false). */
   take(cost: Cost): boolean;
 }

@@ -1,5 +1,5 @@
 /** What a guarded KV handle asks before, after and on failure of each operation. */
-export interface StorageGate {
+interface StorageGate {
   /** Rejects when no write may be attempted now. */
   beforeWrite(): Promise<void>;
   /** After a write committed, before anyone is told: throws when it cannot be acknowledged. */

@@ -3,7 +3,7 @@ import type { Logger } from "../../lib/log.ts";
 import { readProcText } from "../../lib/proc.ts";
 
 /** A lock another process holds on the KV file or its `-wal`/`-shm` companions. */
-export interface LockHolder {
+interface LockHolder {
   pid: number;
   /** The process's name (`/proc/<pid>/comm`), never its arguments: they may carry secrets. */
   process: string | undefined;
@@ -40,7 +40,7 @@ function meaningOf(file: string, start: string, write: boolean): string | undefi
  * Who holds locks on the KV file (Linux: /proc/locks), write locks first; empty where that cannot
  * be read. Best effort: only for the log line that explains a wait.
  */
-export async function kvLockHolders(path: string): Promise<LockHolder[]> {
+async function kvLockHolders(path: string): Promise<LockHolder[]> {
   const files = new Map<string, string>();
   for (const file of [path, `${path}-wal`, `${path}-shm`]) {
     try {

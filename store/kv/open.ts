@@ -28,7 +28,7 @@ export async function readCatalogue(path: string | URL): Promise<Book[]> {
  * Opening waits as long as the file stays locked: a backup or a `sqlite3` shell holding it for a
  * while should delay start-up (store/kv/locks.ts logs by whom), not end it.
  */
-export const OPEN_RETRY: RetryPolicy = { attempts: Infinity, baseDelayMs: 5, maxDelayMs: 1000 };
+const OPEN_RETRY: RetryPolicy = { attempts: Infinity, baseDelayMs: 5, maxDelayMs: 1000 };
 
 /** True for a KV path that is a file of this machine (not `:memory:`, a URL, or the platform's). */
 export function isKvFile(path: string | undefined): path is string {

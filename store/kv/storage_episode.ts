@@ -5,7 +5,7 @@ import type { Logger } from "../../lib/log.ts";
  * operations it failed or refused while it lasts (at growing intervals, so a fault that lasts for days does
  * not fill the disk it may be about), and one line when it ends. Never a line per request.
  */
-export interface Episode {
+interface Episode {
   /** True between `start` and `end`. */
   active(): boolean;
   /** Starts the episode and writes its error line; nothing when it is active already. */

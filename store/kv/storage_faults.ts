@@ -1,7 +1,7 @@
 import { AppError } from "../../lib/errors.ts";
 
 /** Seconds a client is asked to wait: a full disk or a pulled file is not fixed in a second. */
-export const STORAGE_RETRY_AFTER_S = 5;
+const STORAGE_RETRY_AFTER_S = 5;
 
 // SQLite's messages (as Deno KV passes them on) and the operating system's errors beneath them.
 // None of these goes away by retrying at once, unlike "database is locked" (retry.ts).

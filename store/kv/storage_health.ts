@@ -17,7 +17,7 @@ export interface StorageHealth {
   close(): Promise<void>;
 }
 
-export interface StorageOptions {
+interface StorageOptions {
   logger: Logger;
   /** How log lines name the KV (never a URL: it may carry a token). */
   label: string;
@@ -35,7 +35,7 @@ export interface StorageOptions {
 }
 
 /** The key the probe writes; nothing reads it. */
-export const PROBE_KEY: Deno.KvKey = ["health", "write-probe"];
+const PROBE_KEY: Deno.KvKey = ["health", "write-probe"];
 
 /**
  * Wraps the KV handle the store will use (guard.ts) and watches what readiness needs: whether

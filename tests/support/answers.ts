@@ -12,7 +12,7 @@ export function catalogueOnly(books: Store["books"]): Store {
 }
 
 /** What a client sees of an answer, minus what legitimately differs between two servers. */
-export interface Seen {
+interface Seen {
   status: number;
   headers: Record<string, string>;
   body: string;

@@ -22,7 +22,7 @@ export interface ApiReferenceReport extends PageRecord {
 }
 
 /** Drives Swagger UI at `${base}/docs`. */
-export async function checkApiReference(base: string): Promise<ApiReferenceReport> {
+async function checkApiReference(base: string): Promise<ApiReferenceReport> {
   const report: ApiReferenceReport = {
     requests: [],
     blocked: [],

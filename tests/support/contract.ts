@@ -40,7 +40,7 @@ interface Route {
 }
 
 /** The document, its operations and a validator over it. */
-export interface Contract {
+interface Contract {
   document: Document;
   routes: Route[];
   ajv: Ajv2020;
@@ -147,7 +147,7 @@ function isRuntimeRefusal(answer: Answer): boolean {
 }
 
 /** What one answer looked like, for checking. */
-export interface Answer {
+interface Answer {
   method: string;
   path: string;
   status: number;
@@ -269,7 +269,7 @@ export function checkAnswer(contract: Contract, answer: Answer): string | undefi
 let contract: Promise<Contract> | undefined;
 
 /** The contract of the served document (built once per test module). */
-export function servedContract(): Promise<Contract> {
+function servedContract(): Promise<Contract> {
   contract ??= servedOpenApiText().then((text) => contractOf(JSON.parse(text)));
   return contract;
 }
@@ -277,11 +277,6 @@ export function servedContract(): Promise<Contract> {
 const origins = new Set<string>();
 const tally = { validated: 0, operations: new Map<string, number>() };
 let original: typeof fetch | undefined;
-
-/** How many answers this test module checked against the document, and per operation·status. */
-export function contractTally(): { validated: number; operations: Map<string, number> } {
-  return tally;
-}
 
 // Fetch normalizes only these methods' case (Fetch standard); `patch` goes out as `patch`,
 // which is not PATCH: the server answers 405 and the document has no such operation.

@@ -112,7 +112,7 @@ export function assertNoInternals(body: string, where: string): void {
 
 const CODE = /^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$/;
 
-/** Fails unless `body` is the spec 7.4 detailed error body. */
+/** Fails unless `body` is the detailed error body (docs/errors.md). */
 export function assertDetailedErrorBody(body: unknown, where: string): void {
   const errors = (body as { errors?: unknown })?.errors;
   if (!Array.isArray(errors) || errors.length === 0) {

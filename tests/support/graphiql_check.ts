@@ -36,7 +36,7 @@ function resultShowsBooks(selector: string): boolean {
 }
 
 /** Drives GraphiQL at `${base}/graphql`. */
-export async function checkGraphiql(base: string): Promise<GraphiqlReport> {
+async function checkGraphiql(base: string): Promise<GraphiqlReport> {
   const report: GraphiqlReport = {
     requests: [],
     blocked: [],

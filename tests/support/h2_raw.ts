@@ -78,7 +78,7 @@ export function grpcCallHeaders(path: string, extra: [string, string][] = []): B
 }
 
 /** An empty protobuf message in an uncompressed gRPC envelope. */
-export const EMPTY_MESSAGE = Buffer.alloc(5);
+const EMPTY_MESSAGE = Buffer.alloc(5);
 
 /** HEADERS and an ending DATA frame of one unary gRPC call on `streamId`. */
 export function grpcCall(streamId: number, path = "/books.v1.BooksService/books"): Buffer {
@@ -94,7 +94,7 @@ export function clientStart(): Buffer {
 }
 
 /** A frame the peer sent. */
-export interface Frame {
+interface Frame {
   type: number;
   flags: number;
   streamId: number;
@@ -255,7 +255,7 @@ function frameBoundaries() {
 }
 
 /** What the server answered on one stream of a raw connection. */
-export interface RawAnswer {
+interface RawAnswer {
   /** `:status` of the first header block. */
   status: number;
   /** Every field of the stream's header blocks (response headers, then trailers). */

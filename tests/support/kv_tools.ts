@@ -10,7 +10,7 @@ export { type DumpedEntry, dumpKv };
 const TOOLS = new URL("../../ops/", import.meta.url).pathname;
 
 /** What a finished tool run printed. */
-export interface ToolRun {
+interface ToolRun {
   code: number;
   stdout: string;
   stderr: string;

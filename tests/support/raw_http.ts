@@ -113,7 +113,7 @@ function dechunk(text: string): string {
 }
 
 /** An HTTP/2 answer: the response headers and the trailers apart, and both as `fields`. */
-export interface H2Answer {
+interface H2Answer {
   status: number;
   headers: Headers;
   trailers: Headers;
@@ -182,7 +182,7 @@ export function h2Request(
 }
 
 /** One HTTP/2 cleartext connection that sends `:path` as written. */
-export interface H2Client {
+interface H2Client {
   request(request: RawRequest): Promise<RawResponse>;
   close(): void;
 }

@@ -54,7 +54,7 @@ export async function closeClientsOf(...urls: (string | undefined)[]): Promise<v
 }
 
 /** Connect-ES's HTTP/2 session to `url`, closed before that server stops. */
-export type Session = Http2SessionManager & Disposable;
+type Session = Http2SessionManager & Disposable;
 
 export function http2Session(
   url: string,

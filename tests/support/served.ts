@@ -10,7 +10,7 @@ import { booksClient, closeClientsOf, connectTransport, grpcWebTransport } from 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
 /** `main.ts` served by `deno serve` as its own process. */
-export interface ServedProcess extends Spawned {
+interface ServedProcess extends Spawned {
   baseUrl: string;
 }
 

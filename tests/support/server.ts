@@ -56,7 +56,7 @@ export async function startTestServer(
 }
 
 /** A server running as its own `deno run main.ts` process. */
-export interface ServerProcess extends Spawned {
+interface ServerProcess extends Spawned {
   httpUrl: string;
   grpcUrl: string | undefined;
   /** Sends SIGKILL (no graceful anything) and waits for the process to be gone. */
@@ -102,7 +102,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
  * A gRPC listener alone (no HTTP side, no child process), with the lines it logged; its address
  * book is an empty one in a KV in memory.
  */
-export interface TestListener {
+interface TestListener {
   url: string;
   logs: LogLine[];
   /** Writes the lines still buffered. */
@@ -112,7 +112,7 @@ export interface TestListener {
 }
 
 /** A catalogue of one book, for tests of the listener rather than of the catalogue. */
-export function oneBook(): BookStore {
+function oneBook(): BookStore {
   return createBookStore([
     { id: 1, title: "Kindred", year: 1979, author: { firstName: "Octavia", lastName: "Butler" } },
   ]);

@@ -23,7 +23,7 @@ export function noneToken(claims: JWTPayload): string {
 }
 
 /** A key pair with its public JWK (with `kid` and `alg`) and a signer. */
-export interface TestKey {
+interface TestKey {
   alg: string;
   kid: string;
   publicJwk: JWK;
