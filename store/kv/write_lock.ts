@@ -10,9 +10,11 @@
  *
  * Why only while other writers are seen: queueing every commit behind the lock costs a server
  * writing alone CPU it does not need to spend. A commit slower than CONTENDED_MS (the busy handler
- * slept) turns the lock on for ENGAGED_MS; a lock that another process held when it was taken
- * keeps it on.
+ * slept) or refused as busy turns the lock on for ENGAGED_MS; a lock that another process held
+ * when it was taken keeps it on.
  */
+
+import { isTransientKvError } from "./retry.ts";
 
 /** A commit this slow waited for another writer. */
 const CONTENDED_MS = 20;
@@ -38,6 +40,12 @@ export async function openWriteLock(kvFile: string): Promise<WriteLock> {
     const started = performance.now();
     try {
       return await run();
+    } catch (error) {
+      // SQLite's busy handler often gives up at once ("database is locked" within a millisecond,
+      // measured with three processes committing to one file): as sure a sign of another writer
+      // as a slow commit, and retried without the lock it can fail every attempt of a request.
+      if (isTransientKvError(error)) engagedUntil = performance.now() + ENGAGED_MS;
+      throw error;
     } finally {
       const now = performance.now();
       if (now - started > CONTENDED_MS) engagedUntil = now + ENGAGED_MS;
