@@ -20,7 +20,7 @@ import { mediaTypeOf } from "../lib/http/media_type.ts";
  * 1. `jsonObjectBody`: one guard reads, decodes and parses the body once, is the one judge of
  *    the body's type, and hands the parsed value to Hono's body cache, so the route's
  *    validators neither read the stream again nor refuse a type the guard accepted
- *    (`application/json;;;`, the vendor types: tests/regressions_test.ts, http_semantics_test.ts).
+ *    (`application/json;;;`, the vendor types: tests/routes/http_semantics_test.ts).
  * 2. `byReference`: zod-openapi adds one body validator per zod schema in `content`, whatever
  *    the request's type; the vendor types name the same schema by `$ref`, so a body is
  *    validated once (documentation is unchanged: tests/routes/openapi_test.ts).

@@ -38,6 +38,7 @@ import {
   idempotencyKey,
   taggedInput,
 } from "../support/requests.ts";
+import { graphqlDoor, restDoor, rpcDoor, rpcTransport } from "../support/address_doors.ts";
 import { startTestServer } from "../support/server.ts";
 
 /**
@@ -478,6 +479,52 @@ Deno.test("one operation reads at most one page of 500, within the default limit
     );
     assert.equal(literal.body.errors[0].extensions.limit, "cost");
     assert.equal((await split(30, true)).body.data.a.edges.length, 30);
+  } finally {
+    await server.close();
+  }
+});
+
+const VALID = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
+
+// Issue 31 (the model test across styles, seed 1503001435): a replace or update whose id or
+// If-Match REST refuses, with an address input that is wrong too, was `invalid-field` over
+// GraphQL (its input variables were checked before anything else) and `invalid-parameter` over
+// REST and gRPC, which read the path and headers before the body.
+Deno.test("GraphQL refuses a wrong id or ifMatch before a wrong address input, as REST and gRPC do", async () => {
+  const server = await startTestServer();
+  const bad = { ...VALID, postalCode: "a!b" };
+  const etag = `"${"e".repeat(1000)}"`;
+  try {
+    const doors = [
+      restDoor(server.httpUrl),
+      graphqlDoor(server.httpUrl),
+      rpcDoor(rpcTransport(server, "gRPC"), "gRPC"),
+    ];
+    const created = await doors[0]!.create(VALID);
+    assert.ok(created.ok);
+    const id = created.value.address.id;
+    for (const door of doors) {
+      const cases = [
+        ["replace, id 0", await door.replace(0, bad)],
+        ["update, id 0", await door.update(0, { postalCode: "a!b" })],
+        ["replace, If-Match too long", await door.replace(id, bad, etag)],
+        ["update, If-Match too long", await door.update(id, { city: "" }, etag)],
+      ] as const;
+      for (const [what, outcome] of cases) {
+        assert.ok(!outcome.ok && outcome.code === "invalid-parameter", `${door.style}: ${what}`);
+      }
+      // Only the input wrong: its own code.
+      const input = await door.replace(id, bad);
+      assert.ok(!input.ok && input.code === "invalid-field", door.style);
+    }
+    // A literal id in the document too.
+    const literal = await graphql(server.httpUrl, {
+      query: "mutation ($input: AddressInput!) { replaceAddress(id: -1, input: $input) { id } }",
+      variables: { input: bad },
+    });
+    assert.equal((await literal.json()).errors[0].extensions.code, "invalid-parameter");
+    const stored = await doors[0]!.get(id);
+    assert.deepEqual(stored.ok && stored.value.address, { id, ...VALID });
   } finally {
     await server.close();
   }

@@ -491,6 +491,79 @@ Deno.test("body types: POST and PUT take JSON and the vendor types, anything els
   });
 });
 
+// Issue 10, defect 1 (found by hand): the JSON guard accepted these, the OpenAPI route's own
+// media-type gate refused them with an HTTPException the edge rendered as 500.
+const ACCEPTED_TYPES = [
+  "application/json;;;",
+  "application/json ; charset=utf-8",
+  "application/json; charset",
+  "application/json;charset=UTF-8;foo=bar",
+  "APPLICATION/JSON",
+  "Application/Json; Charset=utf-8",
+  "application/json\t",
+  "application/vnd.books.v1+json",
+  "application/vnd.books.v1+json; charset=utf-8",
+];
+
+Deno.test("POST and PUT /addresses with odd JSON content types are written, never 500 (issue 10)", async () => {
+  const server = await startTestServer();
+  try {
+    for (const type of ACCEPTED_TYPES) {
+      const post = await fetch(`${server.httpUrl}/addresses`, {
+        method: "POST",
+        headers: { "content-type": type },
+        body: JSON.stringify(ADA),
+      });
+      assert.equal(post.status, 201, `POST with ${JSON.stringify(type)}`);
+      const created = await post.json();
+      assert.equal(post.headers.get("location"), `/addresses/${created.id}`);
+      const put = await fetch(`${server.httpUrl}/addresses/${created.id}`, {
+        method: "PUT",
+        headers: { "content-type": type },
+        body: JSON.stringify({ ...ADA, city: "Paris" }),
+      });
+      assert.equal(put.status, 200, `PUT with ${JSON.stringify(type)}`);
+      await put.body?.cancel();
+      const stored = await (await fetch(`${server.httpUrl}/addresses/${created.id}`)).json();
+      assert.deepEqual(stored, { ...ADA, id: created.id, city: "Paris" });
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("POST /addresses with a non-JSON or unknown +json content type is 415, never 500", async () => {
+  const server = await startTestServer();
+  try {
+    for (
+      const type of [
+        "application/foo+json",
+        "application/vnd.books.v9+json",
+        "text/json",
+        "application/jsonx",
+        "json",
+        "application/",
+        ";application/json",
+        "text/plain; application/json",
+      ]
+    ) {
+      const res = await fetch(`${server.httpUrl}/addresses`, {
+        method: "POST",
+        headers: { "content-type": type },
+        body: JSON.stringify(ADA),
+      });
+      assert.equal(res.status, 415, `POST with ${JSON.stringify(type)}`);
+      assert.equal(res.headers.get("content-type"), "application/json");
+      const body = await res.json();
+      assert.equal(body.errors[0].error, "unsupported-media-type");
+    }
+    const list = await (await fetch(`${server.httpUrl}/addresses`)).json();
+    assert.deepEqual(list.addresses, []);
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("the OpenAPI document covers v2, PATCH, conditional and idempotency headers, errors", async () => {
   await withServer(async ({ httpUrl: base }) => {
     const doc = await (await fetch(`${base}/openapi.json`)).json();

@@ -373,6 +373,33 @@ Deno.test("bad input: the right status and code, nothing stored, server unharmed
   }
 });
 
+// Issue 19 (found by the REST fuzz suite once every answer was checked against /openapi.json,
+// seed 657196812): the RFC 7807 `instance` was built from the decoded path, so a request for
+// `/addresses/é` answered an `instance` that is not a URI reference.
+Deno.test("RFC 7807 instance is a URI reference for any request path", async () => {
+  const server = await startTestServer();
+  try {
+    const cases: [string, string][] = [
+      ["/addresses/%C3%A9", "/addresses/%C3%A9"],
+      ["/addresses/a b", "/addresses/a%20b"],
+      ["/addresses/a|b^c", "/addresses/a%7Cb%5Ec"],
+      ["/addresses/100%zz", "/addresses/100%25zz"],
+      ["/api/book/x%5B1%5D", "/api/book/x%5B1%5D"],
+    ];
+    for (const [path, instancePath] of cases) {
+      const res = await fetch(`${server.httpUrl}${path}`, {
+        headers: { accept: "application/problem+json", "x-request-id": "r-1" },
+      });
+      assert.equal(res.status, 400, path);
+      assert.equal(res.headers.get("content-type"), "application/problem+json");
+      const problem = await res.json();
+      assert.equal(problem.instance, `${instancePath}#request-r-1`, path);
+    }
+  } finally {
+    await server.close();
+  }
+});
+
 /** Storage that fails every call, readiness included, with internals in its message. */
 function brokenStore(): Store {
   const fail = () => Promise.reject(new Error("disk on fire: secret-internal-detail"));
