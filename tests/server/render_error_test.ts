@@ -1,6 +1,7 @@
 /**
  * The edge's error rendering (server/render_error.ts) in front of the app: an error a framework
- * layer throws is a client error rendered by the one error model.
+ * layer throws is a client error rendered by the one error model; an unexpected one is a 500 that
+ * shows nothing of it, and its stack goes to the log.
  */
 import assert from "node:assert/strict";
 import { HTTPException } from "hono/http-exception";
@@ -9,6 +10,8 @@ import { createApp } from "../../server/app.ts";
 import { createBookStore } from "../../store/books.ts";
 import type { Store } from "../../store/store.ts";
 import { entryOf } from "../support/answers.ts";
+import { captureLogs } from "../support/logs.ts";
+import { serveEntry } from "../support/server.ts";
 import { stubStore } from "../support/stores.ts";
 
 /** No book, and an address book that answers nothing. */
@@ -73,4 +76,39 @@ Deno.test("a framework HTTPException is rendered by the error model with its sta
   } finally {
     await http.shutdown();
   }
+});
+
+/** Storage that fails every call, readiness included, with internals in its message. */
+function brokenStore(): Store {
+  const fail = () => Promise.reject(new Error("disk on fire: secret-internal-detail"));
+  return stubStore(createBookStore([]), fail, fail);
+}
+
+Deno.test("an unexpected failure is a 500 with the default body and no internals", async () => {
+  const { logger, lines } = captureLogs("info");
+  const app = createApp({ store: brokenStore(), logger, maxBodyBytes: 1024 });
+  const http = serveEntry(entryOf(app));
+  const res = await fetch(`${http.url}/addresses/5`);
+  assert.equal(res.status, 500);
+  assert.equal(res.headers.get("content-type"), "application/json");
+  const requestId = res.headers.get("x-request-id");
+  assert.ok(requestId);
+  const body = await res.json();
+  assert.deepEqual(Object.keys(body).sort(), ["error", "message", "path", "status", "timestamp"]);
+  assert.equal(body.status, 500);
+  assert.equal(body.error, "Internal Server Error");
+  assert.equal(body.message, "");
+  assert.equal(body.path, "/addresses/5");
+  assert.match(body.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d$/);
+  assert.ok(!JSON.stringify(body).includes("secret-internal-detail"));
+  // Readiness reports the broken storage as 503, not 500.
+  const ready = await fetch(`${http.url}/readyz`);
+  assert.equal(ready.status, 503);
+  assert.equal(ready.headers.get("retry-after"), "1");
+  assert.equal((await ready.json()).errors[0].error, "service-unavailable");
+  logger.flush();
+  const error = lines.find((l) => l.msg === "unhandled error");
+  assert.equal(error?.requestId, requestId);
+  assert.match(String(error?.stack), /disk on fire/);
+  await http.close();
 });
