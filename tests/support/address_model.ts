@@ -48,7 +48,7 @@ export function trimmed(input: AddressInput): AddressInput {
   );
 }
 
-export function trimmedPatch(patch: Patch): Patch {
+function trimmedPatch(patch: Patch): Patch {
   return Object.fromEntries(
     Object.entries(patch).map(([k, v]) => [k, typeof v === "string" ? v.trim() : v]),
   );

@@ -27,7 +27,7 @@ export interface HttpCase {
 const encoder = new TextEncoder();
 
 /** Id spellings for `{id}` path segments: valid, near-valid, hostile. */
-export const idSpelling: fc.Arbitrary<string> = fc.oneof(
+const idSpelling: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.integer({ min: 1, max: 6 }).map(String) },
   {
     weight: 4,
@@ -422,7 +422,7 @@ export const httpCase: fc.Arbitrary<HttpCase> = fc.record({
 );
 
 /** One concrete path of every route the HTTP port has, as the router spells it. */
-export const ROUTED_PATHS = [
+const ROUTED_PATHS = [
   "/",
   "/rest/books",
   "/api/book/1",
@@ -440,7 +440,7 @@ export const ROUTED_PATHS = [
 ] as const;
 
 /** Names every plain object inherits: a lookup keyed by user input must not find them. */
-export const PROTOTYPE_NAMES = [
+const PROTOTYPE_NAMES = [
   "constructor",
   "__proto__",
   "toString",
