@@ -439,19 +439,6 @@ const ROUTED_PATHS = [
   "/books.v1.BooksService/books",
 ] as const;
 
-/** Names every plain object inherits: a lookup keyed by user input must not find them. */
-const PROTOTYPE_NAMES = [
-  "constructor",
-  "__proto__",
-  "toString",
-  "hasOwnProperty",
-  "valueOf",
-  "isPrototypeOf",
-  "propertyIsEnumerable",
-  "__defineGetter__",
-  "prototype",
-] as const;
-
 type Respelling =
   | { kind: "encode"; at: number; lower: boolean }
   | { kind: "fragment"; at: number; suffix: string }
@@ -479,7 +466,7 @@ const respelling: fc.Arbitrary<Respelling> = fc.oneof(
   fc.record({ kind: fc.constant("trailing-slash" as const) }),
   fc.record({
     kind: fc.constant("prototype" as const),
-    name: fc.constantFrom(...PROTOTYPE_NAMES),
+    name: prototypeName,
     replace: fc.boolean(),
   }),
   fc.record({ kind: fc.constant("backslash" as const), at: fc.nat() }),
