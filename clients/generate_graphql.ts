@@ -1,6 +1,6 @@
 /**
  * Regenerates the typed GraphQL documents (`deno task generate:graphql`): from the schema the
- * endpoint runs (graphql/schema.ts; the served SDL is the same, tests/graphql_drift_test.ts) and
+ * endpoint runs (graphql/schema.ts; the served SDL is the same, tests/graphql/graphql_drift_test.ts) and
  * the operations in clients/graphql/addresses.graphql, GraphQL Code Generator's
  * `typescript-operations` and `typed-document-node` plugins write clients/gen/graphql.ts: one
  * `TypedDocumentNode` per operation, typed by its result and variables. The fragment

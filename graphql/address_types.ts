@@ -22,7 +22,7 @@ import type { StoredAddress } from "../store/addresses/repository.ts";
  * The address book's GraphQL types, built from the field table (lib/address.ts): a field added
  * there appears in `Address`, `AddressInput` and `AddressPatch` without a change here, and the
  * SDL served at `/graphql/schema.graphql` is printed from these types
- * (tests/graphql_drift_test.ts compares both with the table).
+ * (tests/graphql/graphql_drift_test.ts compares both with the table).
  */
 
 const FIELDS: Readonly<Record<AddressFieldName, AddressField>> = ADDRESS_FIELDS;

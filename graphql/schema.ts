@@ -34,7 +34,7 @@ type Query {
  * runs (graphql/operation_access.ts). The books and the meta fields need what the whole endpoint
  * needed before the address book joined it: nothing, or `books:read` with `AUTH_BOOKS=required`.
  * A root field missing here needs a valid token whatever it does (deny by default), and
- * tests/graphql_addresses_test.ts checks that none is missing.
+ * tests/graphql/graphql_addresses_test.ts checks that none is missing.
  */
 export const ROOT_ACCESS: ReadonlyMap<string, Access> = new Map<string, Access>([
   ["books", "books:read"],

@@ -5,7 +5,7 @@ import { z } from "@hono/zod-openapi";
  * request and stored schemas (with their OpenAPI documentation), the copies and comparisons, the
  * JSON Merge Patch, the version 1 PUT rule, the stored-shape check, the size estimate and the
  * example. The store, the backup, the routes and the tools use these and never name a field, so a
- * field added here reaches every path (tests/address_fields_test.ts walks them all), and
+ * field added here reaches every path (tests/lib/address_fields_test.ts walks them all), and
  * docs/storage.md says when it also needs a new backup format or storage layout version.
  *
  * Every field is a string, trimmed, of at least one character. A required field is in every
@@ -43,7 +43,7 @@ export const POSTAL_CODE_PATTERN = /^[\p{L}\p{N} -]+$/u;
  * part of POSTAL_CODE_PATTERN every JSON Schema validator can check. `\p{L}` needs Unicode
  * semantics, which many validators and generated clients do not use (Spectral, Python's `re`): to
  * them it is a literal `p{L}` and refuses every postal code. Nothing the server accepts is refused
- * by this pattern (tests/openapi_test.ts); other symbols are refused by the server alone.
+ * by this pattern (tests/routes/openapi_test.ts); other symbols are refused by the server alone.
  */
 export const DOCUMENTED_POSTAL_CODE_PATTERN = "^[^\\x00-\\x1F\\x7F-\\x9F!-,./:-@\\[-`{-~]+$";
 

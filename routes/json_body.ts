@@ -20,13 +20,13 @@ import { mediaTypeOf } from "../lib/http/media_type.ts";
  * 1. `jsonObjectBody`: one guard reads, decodes and parses the body once, is the one judge of
  *    the body's type, and hands the parsed value to Hono's body cache, so the route's
  *    validators neither read the stream again nor refuse a type the guard accepted
- *    (`application/json;;;`, the vendor types: tests/regressions_test.ts, http_semantics_test.ts).
+ *    (`application/json;;;`, the vendor types: tests/routes/http_semantics_test.ts).
  * 2. `byReference`: zod-openapi adds one body validator per zod schema in `content`, whatever
  *    the request's type; the vendor types name the same schema by `$ref`, so a body is
- *    validated once (documentation is unchanged: tests/openapi_test.ts).
+ *    validated once (documentation is unchanged: tests/routes/openapi_test.ts).
  * 3. `bodyValidatedOnly`: a route whose header schema zod-openapi would validate on a copy of
  *    every request header is documented whole but registered with its body validator only; the
- *    handler checks its one header with the same schema (tests/idempotency_test.ts).
+ *    handler checks its one header with the same schema (tests/store/idempotency_test.ts).
  */
 
 /**

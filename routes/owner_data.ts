@@ -18,12 +18,12 @@ import { ADDRESSES_EXPORT_PATH, ADDRESSES_PATH } from "../lib/paths.ts";
 export const NDJSON = "application/x-ndjson";
 
 /** The JSON form of an export. */
-export const AddressExportSchema = z.object({
+const AddressExportSchema = z.object({
   addresses: z.array(AddressSchema),
 }).openapi("AddressExport");
 
 /** GET /addresses/export */
-export const exportAddresses = createRoute({
+const exportAddresses = createRoute({
   ...routeAccess("addresses:read"),
   method: "get",
   path: ADDRESSES_EXPORT_PATH,
@@ -59,7 +59,7 @@ export const exportAddresses = createRoute({
 });
 
 /** DELETE /addresses */
-export const eraseAddresses = createRoute({
+const eraseAddresses = createRoute({
   ...routeAccess("addresses:write"),
   method: "delete",
   path: ADDRESSES_PATH,

@@ -31,7 +31,7 @@ import { type Address, AddressSchema } from "../gen/addresses/v1/addresses_pb.ts
 
 /**
  * The protobuf field of every address field: the Address message's fields carry the table's
- * names as their `localName` (tests/address_proto_test.ts). A field missing from the .proto
+ * names as their `localName` (tests/rpc/address_proto_test.ts). A field missing from the .proto
  * stops the server at start-up rather than losing data.
  */
 const PROTO_FIELDS = new Map(ADDRESS_FIELD_NAMES.map((name) => {

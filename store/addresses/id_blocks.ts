@@ -29,7 +29,7 @@ const GROW_BELOW_MS = 1_000;
 const SHRINK_ABOVE_MS = 10_000;
 
 /** A process's reserved ids. */
-export interface IdBlocks {
+interface IdBlocks {
   /**
    * The lowest `n` ids reserved and not yet dropped, reserving blocks as needed (they stay
    * reserved until dropped: a failed commit tries them again). 503 when the counter stays

@@ -9,7 +9,7 @@ import { COUNTER } from "./keys.ts";
  */
 
 /** The counter as read: its entry (for a check) and its value (0 when absent). */
-export interface Counter {
+interface Counter {
   entry: Deno.KvEntryMaybe<Deno.KvU64>;
   last: number;
 }

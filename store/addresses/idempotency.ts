@@ -29,7 +29,7 @@ export interface Waiter {
 }
 
 /** The error for a key used before with another body. */
-export function keyReused(): AppError {
+function keyReused(): AppError {
   return new AppError(
     "idempotency-key-reused",
     "This Idempotency-Key was used with another request body.",

@@ -34,7 +34,7 @@ export const ANONYMOUS_OWNER = "";
  * Longest owner: with 3 UTF-8 bytes per UTF-16 unit at most, `["idempotency", owner, key]` with
  * a 255-character key stays under KV's 2048-byte key limit.
  */
-export const MAX_OWNER_LENGTH = 512;
+const MAX_OWNER_LENGTH = 512;
 
 /** The 403 for an owner that cannot be part of a KV key; undefined for any other. */
 export function ownerRefused(owner: string): AppError | undefined {

@@ -23,7 +23,7 @@ export const READ_BATCH = 100;
 const READ_SLOTS = 4;
 
 /** What a page reader hands on: the entries of one range read, ascending id. */
-export type TakeEntries = (entries: Deno.KvEntry<Address>[]) => void;
+type TakeEntries = (entries: Deno.KvEntry<Address>[]) => void;
 
 /** The page reads of one store. */
 export interface OwnerPages {

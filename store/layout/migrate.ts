@@ -125,7 +125,7 @@ function checkNotNewer(label: string, state: LayoutState): void {
 }
 
 /** True when the KV needs `migrateKv` before this version may use it. */
-export function needsMigration(state: LayoutState): boolean {
+function needsMigration(state: LayoutState): boolean {
   return state.version !== null && state.version < CURRENT_LAYOUT;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Bad input for tests/address_model_test.ts: requests wrong in one or more ways (address fields,
+ * Bad input for tests/fuzz/address_model_test.ts: requests wrong in one or more ways (address fields,
  * ids, If-Match, Idempotency-Keys, page sizes and cursors), each with the one error REST's order
  * of checks gives it (the path, then the headers, then the body; a create's body before its
  * key). Every style must answer that code, with as many problems, and store nothing.

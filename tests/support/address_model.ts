@@ -1,5 +1,5 @@
 /**
- * The in-memory model of the address book that tests/address_model_test.ts runs every command
+ * The in-memory model of the address book that tests/fuzz/address_model_test.ts runs every command
  * against: two owners' addresses with the etag each last answered, the ids handed out, the
  * Idempotency-Keys used; and the generators of what commands aim at (whose address, which
  * precondition).
@@ -48,7 +48,7 @@ export function trimmed(input: AddressInput): AddressInput {
   );
 }
 
-export function trimmedPatch(patch: Patch): Patch {
+function trimmedPatch(patch: Patch): Patch {
   return Object.fromEntries(
     Object.entries(patch).map(([k, v]) => [k, typeof v === "string" ? v.trim() : v]),
   );

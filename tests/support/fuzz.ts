@@ -34,7 +34,7 @@ function positiveFromEnv(name: string, fallback: number): number {
 }
 
 /** Cases run per suite, counted as the suites report them (for the closing summary). */
-export const casesRun: Record<string, number> = {};
+const casesRun: Record<string, number> = {};
 
 /**
  * Runs an async property `runs × FUZZ_SCALE` times with the run's seed. On failure the error

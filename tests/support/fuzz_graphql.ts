@@ -164,7 +164,7 @@ const editChar = fc.constantFrom(
 );
 
 /** A document with a few character edits: deletions, insertions, duplications. */
-export const mutatedDocument: fc.Arbitrary<string> = fc.tuple(
+const mutatedDocument: fc.Arbitrary<string> = fc.tuple(
   document,
   fc.array(fc.tuple(fc.nat(), fc.constantFrom("delete", "insert", "duplicate"), editChar), {
     minLength: 1,

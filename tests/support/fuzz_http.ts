@@ -27,7 +27,7 @@ export interface HttpCase {
 const encoder = new TextEncoder();
 
 /** Id spellings for `{id}` path segments: valid, near-valid, hostile. */
-export const idSpelling: fc.Arbitrary<string> = fc.oneof(
+const idSpelling: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.integer({ min: 1, max: 6 }).map(String) },
   {
     weight: 4,
@@ -422,7 +422,7 @@ export const httpCase: fc.Arbitrary<HttpCase> = fc.record({
 );
 
 /** One concrete path of every route the HTTP port has, as the router spells it. */
-export const ROUTED_PATHS = [
+const ROUTED_PATHS = [
   "/",
   "/rest/books",
   "/api/book/1",
@@ -437,19 +437,6 @@ export const ROUTED_PATHS = [
   "/healthz",
   "/readyz",
   "/books.v1.BooksService/books",
-] as const;
-
-/** Names every plain object inherits: a lookup keyed by user input must not find them. */
-export const PROTOTYPE_NAMES = [
-  "constructor",
-  "__proto__",
-  "toString",
-  "hasOwnProperty",
-  "valueOf",
-  "isPrototypeOf",
-  "propertyIsEnumerable",
-  "__defineGetter__",
-  "prototype",
 ] as const;
 
 type Respelling =
@@ -479,7 +466,7 @@ const respelling: fc.Arbitrary<Respelling> = fc.oneof(
   fc.record({ kind: fc.constant("trailing-slash" as const) }),
   fc.record({
     kind: fc.constant("prototype" as const),
-    name: fc.constantFrom(...PROTOTYPE_NAMES),
+    name: prototypeName,
     replace: fc.boolean(),
   }),
   fc.record({ kind: fc.constant("backslash" as const), at: fc.nat() }),

@@ -31,7 +31,7 @@ function varint(value: number): number[] {
 }
 
 /** Protobuf bytes: empty (a valid BooksRequest), fields of every wire type, garbage. */
-export const protobufBytes: fc.Arbitrary<number[]> = fc.oneof(
+const protobufBytes: fc.Arbitrary<number[]> = fc.oneof(
   { weight: 3, arbitrary: fc.constant<number[]>([]) },
   {
     weight: 3,
@@ -89,7 +89,7 @@ const envelope = fc.record({
 });
 
 /** Enveloped bodies (gRPC, gRPC-Web, Connect streaming), perhaps truncated. */
-export const envelopedBody: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.tuple(
+const envelopedBody: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.tuple(
   fc.array(envelope, { minLength: 0, maxLength: 3 }),
   fc.oneof(
     { weight: 5, arbitrary: fc.constant(Infinity) },
@@ -112,7 +112,7 @@ export const envelopedBody: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.tuple(
 });
 
 /** Bodies of Connect unary calls: protobuf bytes, JSON values, garbage. */
-export const connectBody: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.oneof(
+const connectBody: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.oneof(
   protobufBytes.map((b) => new Uint8Array(b)),
   fc.constantFrom("{}", "", "null", "[]", '{"service":1}', '{"unknown":true}', "{", '"x"')
     .map((s) => new TextEncoder().encode(s)),

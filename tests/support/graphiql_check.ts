@@ -5,7 +5,7 @@
  *
  *   deno run -A tests/support/graphiql_check.ts http://127.0.0.1:8000
  *
- * A script of its own, run by tests/graphiql_browser_test.ts, because playwright-core probes
+ * A script of its own, run by tests/graphql/graphiql_browser_test.ts, because playwright-core probes
  * /proc at import, which Deno allows only with --allow-all (the test task grants less).
  */
 import { printReport } from "./browser.ts";

@@ -181,6 +181,21 @@ export function h2Request(
   });
 }
 
+/** One POST as gRPC clients send it (`te: trailers`): status, headers and trailers, body. */
+export function h2Post(
+  session: http2.ClientHttp2Session,
+  target: string,
+  headers: Record<string, string>,
+  body: Uint8Array,
+): Promise<H2Answer> {
+  return h2Request(session, {
+    method: "POST",
+    target,
+    headers: { te: "trailers", ...headers },
+    body: Buffer.from(body),
+  });
+}
+
 /** One HTTP/2 cleartext connection that sends `:path` as written. */
 interface H2Client {
   request(request: RawRequest): Promise<RawResponse>;
