@@ -2,12 +2,13 @@ import type { BenchContext } from "./contenders.ts";
 import { httpUrlOf, startOurs } from "./ours.ts";
 import type { Contender, Measurement } from "./runner.ts";
 import { memoryOf } from "./proc.ts";
+import { EXAMPLE_INPUT } from "../lib/address.ts";
 import { pinned } from "./tools.ts";
 import type { Service } from "./service.ts";
 import { runWrk } from "./wrk.ts";
 
-/** The address every creation sends. */
-export const ADDRESS_INPUT = { name: "Ada Lovelace", city: "London", postalCode: "NW1 2DB" };
+/** The address every creation sends: the table's example (lib/address.ts), every field set. */
+export const ADDRESS_INPUT = EXAMPLE_INPUT;
 
 /** Body lengths of a 201 for ids of 1 to 16 digits, from one real answer of the server. */
 export function createdLengths(sample: { body: string; id: number }): number[] {

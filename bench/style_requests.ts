@@ -19,7 +19,7 @@ import {
   CreateAddressDocument,
 } from "../clients/gen/graphql.ts";
 import {
-  type Address,
+  type Address as AddressMessage,
   AddressSchema,
   AddressService,
   CreateAddressRequestSchema,
@@ -27,6 +27,8 @@ import {
   ListAddressesRequestSchema,
   ListAddressesResponseSchema,
 } from "../rpc/gen/addresses/v1/addresses_pb.ts";
+import { type Address, addressAt } from "../lib/address.ts";
+import { addressInput } from "../rpc/connect/address_requests.ts";
 import { ADDRESS_INPUT } from "./addresses_contenders.ts";
 
 export type Style = "REST" | "GraphQL" | "gRPC" | "Connect";
@@ -129,12 +131,13 @@ export function framed(message: Uint8Array): Uint8Array<ArrayBuffer> {
 
 /** What an answer says: its addresses (with etags where the style answers them), next page. */
 export interface Meaning {
-  addresses: { id: number; name: string; city: string; postalCode: string; etag?: string }[];
+  addresses: (Address & { etag?: string })[];
   next?: string | null;
 }
 
-function fromMessage(a: Address): Meaning["addresses"][number] {
-  return { id: Number(a.id), name: a.name, city: a.city, postalCode: a.postalCode, etag: a.etag };
+// The server's own reading of a message (its fields come from lib/address.ts's table).
+function fromMessage(a: AddressMessage): Meaning["addresses"][number] {
+  return { ...addressAt(Number(a.id), addressInput(a)), etag: a.etag };
 }
 
 /** What a protobuf answer (Connect's body, gRPC's message) of `op` says. */
