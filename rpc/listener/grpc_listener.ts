@@ -12,6 +12,7 @@ import { gateKey, requestIdKey } from "../connect/interceptor.ts";
 import { booksFastPath } from "./books_fast_path.ts";
 import { BOOKS_RPC_PATH } from "../../lib/paths.ts";
 import { createGoawayFilter } from "../http2/goaway_filter.ts";
+import { createFieldLineCounter, type FieldLineCounter } from "../http2/field_lines.ts";
 import { DEFAULT_CONNECTION_LIMITS, guardConnections } from "./connection_guard.ts";
 import { createRefusalLog } from "./refusal_log.ts";
 import { coalesceWrites, type NativeSession, nativeSession } from "../http2/native_session.ts";
@@ -138,9 +139,15 @@ export async function startGrpcListener(
     adapter(req, res);
   };
   const refuse = refusedCalls({ logger, drainOnceAnswered });
+  // With a gate, each connection's `authorization` lines are counted as sent (field_lines.ts).
+  const authorizationLines = new WeakMap<http2.Http2Session, FieldLineCounter>();
+  const sentLines = (stream: http2.ServerHttp2Stream) => {
+    const session = stream.session;
+    return session === undefined ? undefined : authorizationLines.get(session)?.take(stream.id!);
+  };
   const handler = gate === undefined
     ? serve
-    : gatedRequests(gate, accessOf, decisions, serve, refuse);
+    : gatedRequests(gate, accessOf, decisions, serve, refuse, sentLines);
   const serverOptions: http2.ServerOptions = {
     settings: {
       maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
@@ -169,7 +176,7 @@ export async function startGrpcListener(
     server,
     gate === undefined
       ? fastPath
-      : gatedStreams(gate, accessOf, decisions, fastPath, { compat, refuse }),
+      : gatedStreams(gate, accessOf, decisions, fastPath, { compat, refuse, sentLines }),
     compat,
   );
 
@@ -186,7 +193,12 @@ export async function startGrpcListener(
     guard.track(session);
     const native = nativeSession(session);
     if (native) {
-      ignoreClientGoaway(native);
+      let counter: FieldLineCounter | undefined;
+      if (gate !== undefined) {
+        counter = createFieldLineCounter("authorization");
+        authorizationLines.set(session, counter);
+      }
+      ignoreClientGoaway(native, counter);
       coalesceWrites(session, native);
     } else {
       logger.debug(
@@ -320,9 +332,9 @@ function ignoreStreamError(): void {}
  * the socket reads to its native session handle's `receive`; the handle's own `receive` is
  * wrapped.
  */
-function ignoreClientGoaway(native: NativeSession): void {
+function ignoreClientGoaway(native: NativeSession, observer?: FieldLineCounter): void {
   const receive = native.receive;
-  const filter = createGoawayFilter();
+  const filter = createGoawayFilter(observer);
   native.receive = (chunk) => receive.call(native, filter(chunk));
 }
 
