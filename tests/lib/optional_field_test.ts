@@ -2,10 +2,11 @@
  * The day an optional field is added, the tests must already be right about it. The table has
  * none yet, so this runs the tests that walk the table (the field walk, the backup's rules, the
  * model of every style, the gRPC-against-REST fuzz, the GraphQL input fuzz, the AddressService
- * tests) again, with an optional field (`country`, as the issue's newcomer
+ * tests, the docs' passages) again, with an optional field (`country`, as the issue's newcomer
  * added it) put in place by an import map (tests/support/optional_field.ts): the table, the
  * Address message with the field as `optional string`, the GraphQL documents regenerated; the
- * servers and tools they start run under the same map.
+ * servers and tools they start run under the same map. The docs' check must then fail: the
+ * committed passages are the real table's.
  */
 import assert from "node:assert/strict";
 import { TRIAL_FIELD, writeTrial } from "../support/optional_field.ts";
@@ -22,6 +23,7 @@ const WITH_FIELD = [
   "tests/fuzz/fuzz_graphql_inputs_test.ts",
   "tests/graphql/graphql_drift_test.ts",
   "tests/rpc/rpc_addresses_test.ts",
+  "tests/docs_fields_test.ts",
 ];
 
 async function deno(args: string[], map: string): Promise<{ ok: boolean; out: string }> {
@@ -58,6 +60,13 @@ Deno.test(`with an optional field (${TRIAL_FIELD.name}) in the table, the addres
     const summary = run.out.trim().split("\n").filter((l) => /^(ok|FAILED) \|/.test(l)).at(-1);
     console.log(`with ${TRIAL_FIELD.name}: ${summary}`);
     assert.ok(run.ok, run.out.slice(-12_000));
+
+    const docs = await deno(["run", "-A", "tools/generate_docs.ts", "--check"], map);
+    assert.ok(!docs.ok, "the docs' check passed with a field the docs do not name");
+    assert.match(
+      docs.out,
+      /README\.md, docs\/http\.md: the passages about an address's fields differ/,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
