@@ -51,7 +51,7 @@ Deno.test(`with an optional field (${TRIAL_FIELD.name}) in the table, the addres
     const probe = await deno(["run", "-A", "tests/support/optional_field.ts", "--probe"], map);
     assert.ok(probe.ok, probe.out);
     const seen = JSON.parse(probe.out.trim().split("\n").at(-1)!);
-    assert.deepEqual(seen.optional, [TRIAL_FIELD.name], "the table");
+    assert.ok(seen.optional.includes(TRIAL_FIELD.name), "the table");
     assert.equal(seen.proto?.presence, true, "the Address message: optional string");
     assert.equal(seen.graphql, true, "the GraphQL documents");
 

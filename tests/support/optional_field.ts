@@ -24,10 +24,14 @@ const TABLE = new URL("lib/address.ts", ROOT);
 const PROTO_CODE = new URL("rpc/gen/addresses/v1/addresses_pb.ts", ROOT);
 const GRAPHQL_CODE = new URL("clients/gen/graphql.ts", ROOT);
 
-/** The field the issue's newcomer added: optional, with no pattern of its own. */
+/**
+ * The field put in: the issue's newcomer's `country` (optional, no pattern), or, once the table
+ * has a `country` of its own, another name. Read from the file, so the same under the map.
+ */
+const NAME = /^\s+country:/m.test(await Deno.readTextFile(TABLE)) ? "trialOptional" : "country";
 export const TRIAL_FIELD = {
-  name: "country",
-  entry: 'country: { optional: true, maxLength: 56, example: "United Kingdom" },',
+  name: NAME,
+  entry: `${NAME}: { optional: true, maxLength: 56, example: "United Kingdom" },`,
 } as const;
 
 /** `text` with its relative imports made absolute, so it can live in another directory. */
