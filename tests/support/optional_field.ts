@@ -61,14 +61,14 @@ async function protoCodeWithField(): Promise<string> {
   const address = file.messageType.find((m) => m.name === "Address");
   if (address === undefined) throw new Error("addresses_pb.ts: no message Address");
   const number = Math.max(...address.field.map((f) => f.number)) + 1;
-  address.oneofDecl.push({
-    $typeName: "google.protobuf.OneofDescriptorProto",
-    name: `_${TRIAL_FIELD.name}`,
-  });
+  // snake_case, as protobuf names fields: a field mask in JSON names it in lowerCamelCase, which
+  // must turn back into this name.
+  const name = TRIAL_FIELD.name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+  address.oneofDecl.push({ $typeName: "google.protobuf.OneofDescriptorProto", name: `_${name}` });
   address.field.push(
     {
       $typeName: "google.protobuf.FieldDescriptorProto",
-      name: TRIAL_FIELD.name,
+      name,
       number,
       label: FieldDescriptorProto_Label.OPTIONAL,
       type: FieldDescriptorProto_Type.STRING,
