@@ -231,7 +231,7 @@ export function addressSizeBound(input: AddressInput): number {
 
 /**
  * The stored fields with `text` as every field's check (an optional field may be absent): the
- * backup's rule, which keeps what was stored even if it predates today's input rules.
+ * shape of a backup line's address, whose fields the import then checks by the request rules.
  */
 export function storedFieldsShape<T extends z.ZodType>(text: T) {
   return shapeOf(() => text, () => text.optional());

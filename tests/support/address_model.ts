@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { addressInputOf, mergePatch } from "../../lib/address.ts";
+import { ADDRESS_FIELD_NAMES, addressInputOf } from "../../lib/address.ts";
 import type { Patch, Stored } from "./address_doors.ts";
 import type { Address, AddressInput } from "./requests.ts";
 
@@ -42,22 +42,26 @@ export function sorted(model: Model, owner: Owner): Address[] {
   return [...model.books[owner].values()].map((e) => e.address).sort((a, b) => a.id - b.id);
 }
 
+/** What a create or replace stores of an input: its texts trimmed (`null` is absent). */
 export function trimmed(input: AddressInput): AddressInput {
-  return addressInputOf(
-    Object.fromEntries(Object.entries(input).map(([k, v]) => [k, v.trim()])) as AddressInput,
-  );
+  const texts = Object.entries(input as Record<string, string | null | undefined>)
+    .flatMap(([k, v]) => typeof v === "string" ? [[k, v.trim()]] : []);
+  return addressInputOf(Object.fromEntries(texts) as AddressInput);
 }
 
-function trimmedPatch(patch: Patch): Patch {
-  return Object.fromEntries(
-    Object.entries(patch).map(([k, v]) => [k, typeof v === "string" ? v.trim() : v]),
-  );
-}
-
-/** What a merge patch makes of an address (`null` removes; all fields here are required). */
+/**
+ * What a merge patch makes of an address, by RFC 7396 itself (not lib/address.ts's mergePatch, so
+ * the model does not share the server's code): a text replaces the field (trimmed), `null`
+ * removes it, a field the patch leaves out stays.
+ */
 export function patched(address: Address, patch: Patch): Address {
-  const merged = mergePatch(address, trimmedPatch(patch) as Parameters<typeof mergePatch>[1]);
-  return { id: address.id, ...merged } as Address;
+  const out: Record<string, unknown> = { id: address.id };
+  for (const name of ADDRESS_FIELD_NAMES) {
+    const sent = patch[name];
+    const value = sent === undefined ? address[name] : sent?.trim();
+    if (value !== undefined && value !== null) out[name] = value;
+  }
+  return out as Address;
 }
 
 const ETAG = /^"[0-9a-f]{20}"$/;

@@ -3,6 +3,7 @@
  * operator runs, and building KV files and backup files for them.
  */
 import { type DumpedEntry, dumpKv } from "../fixtures/layout1_generate.ts";
+import { childDenoFlags } from "./process.ts";
 import { type Address, taggedInput } from "./requests.ts";
 
 export { type DumpedEntry, dumpKv };
@@ -24,6 +25,7 @@ function command(tool: string, args: string[], env: Record<string, string>, stdi
       "--allow-read",
       "--allow-write",
       "--allow-net",
+      ...childDenoFlags(),
       `${TOOLS}${tool}.ts`,
       ...args,
     ],
