@@ -73,7 +73,12 @@ const DRAIN_MAX_MS = 10_000;
  */
 export async function startGrpcListener(
   config: GrpcListenerConfig,
-  deps: AppStores & { logger: Logger; gate?: Gate | undefined },
+  deps: AppStores & {
+    logger: Logger;
+    gate?: Gate | undefined;
+    /** false: every call through Connect's node adapter (the side-by-side tests' reference). */
+    leanUnary?: boolean;
+  },
 ): Promise<GrpcListener> {
   const { logger, gate } = deps;
   // The gate's decision per HTTP/2 stream (or HTTP/1.1 request), taken before anything answers.
@@ -158,9 +163,10 @@ export async function startGrpcListener(
     shutdownSignal: stopStreams.signal,
   });
   const compat = compatibilityListener(server);
+  const take = deps.leanUnary === false ? () => false : lean;
   streamsFirstTo(
     server,
-    gate === undefined ? lean : gatedStreams(gate, accessOf, decisions, lean, { compat, refuse }),
+    gate === undefined ? take : gatedStreams(gate, accessOf, decisions, take, { compat, refuse }),
     compat,
   );
 
