@@ -265,9 +265,17 @@ function connectAnswer(
   responseTrailer: Headers,
   body: Uint8Array,
 ): UnaryAnswer {
-  const header = trailerMux(responseHeader, responseTrailer);
+  // trailerMux copies the headers to add `trailer-` fields; without trailers it would copy alone.
+  const header = isEmpty(responseTrailer)
+    ? responseHeader
+    : trailerMux(responseHeader, responseTrailer);
   header.set("content-length", body.byteLength.toString(10));
   return { status, header, body: toBuffer(body), trailer: undefined };
+}
+
+function isEmpty(headers: Headers): boolean {
+  for (const _ of headers.keys()) return false;
+  return true;
 }
 
 async function enveloped(
