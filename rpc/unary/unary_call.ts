@@ -15,12 +15,11 @@ import {
   trailerMux,
 } from "@connectrpc/connect/protocol-connect";
 import type { UnaryMethod, UnaryOptions } from "./unary_methods.ts";
+// Longer deadlines are left to Connect, which rpc/connect/long_timeouts.ts makes unbounded.
+import { grpcTimeoutMs, MAX_TIMER_MS } from "../connect/long_timeouts.ts";
 
 /** The protocols the lean path speaks, named as Connect's handlers name them. */
 export type Framing = "grpc" | "grpc-web" | "connect";
-
-/** The longest delay a timer can wait (rpc/connect/long_timeouts.ts leaves longer ones to Connect). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 // The binary request types the lean path takes, exactly as clients send them, and the type
 // Connect answers each with. Anything else (JSON, parameters, other spellings) goes to Connect.
@@ -33,15 +32,6 @@ const FRAMINGS: ReadonlyMap<string, { framing: Framing; responseType: string }> 
     { framing: "grpc-web", responseType: "application/grpc-web+proto" },
   ],
   ["application/proto", { framing: "connect", responseType: "application/proto" }],
-]);
-
-const GRPC_UNIT_MS: ReadonlyMap<string, number> = new Map([
-  ["H", 3_600_000],
-  ["M", 60_000],
-  ["S", 1000],
-  ["m", 1],
-  ["u", 0.001],
-  ["n", 0.000001],
 ]);
 
 /** What the headers of a call the lean path takes say, known before its body is read. */
@@ -84,11 +74,6 @@ export function unaryHead(
     connect ? "accept-encoding" : "grpc-accept-encoding",
   ).response;
   return { ...type, timeoutMs, compression };
-}
-
-function grpcTimeoutMs(value: string): number | undefined {
-  const match = /^([0-9]{1,8})([HMSmun])$/.exec(value);
-  return match ? Number(match[1]) * GRPC_UNIT_MS.get(match[2]!)! : undefined;
 }
 
 function connectTimeoutMs(value: string): number | undefined {
