@@ -1,4 +1,4 @@
-import type http2 from "node:http2";
+import http2 from "node:http2";
 import { Buffer } from "node:buffer";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
@@ -72,9 +72,12 @@ export function unaryStreams(
         signal.close();
         stream.off("close", onClose);
         writeAnswer(stream, answer);
-      }, () => {
-        // Every failure is rendered in the answer; this is a write to a stream gone meanwhile.
+      }).catch(() => {
+        // Every failure of the call is rendered in its answer: this is the answer failing to be
+        // encoded or written (the connection went meanwhile). The stream is reset, not left open.
         signal.close();
+        stream.off("close", onClose);
+        if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       });
     };
     function handOver(unread: boolean) {
