@@ -71,14 +71,20 @@ export const AddressType: GraphQLObjectType<StoredAddress> = new GraphQLObjectTy
   }),
 });
 
-/** The input of `createAddress` and `replaceAddress`: REST's `AddressInput`. */
+/**
+ * The input of `createAddress` and `replaceAddress`: REST's `AddressInput`; `null` on an
+ * optional field is absent there, as over REST and in proto3 JSON.
+ */
 export const AddressInputType = new GraphQLInputObjectType({
   name: "AddressInput",
   description: "An address as a create or a replace gives it (REST's `AddressInput`).",
   fields: () =>
     perField((field): GraphQLInputFieldConfig => ({
       type: field.optional ? GraphQLString : text,
-      description: rules(field, field.optional ? "Optional." : "Required."),
+      description: rules(
+        field,
+        field.optional ? "Optional: `null` means absent, as leaving it out." : "Required.",
+      ),
     })),
 });
 
