@@ -77,7 +77,8 @@ export const AddressType: GraphQLObjectType<StoredAddress> = new GraphQLObjectTy
  */
 export const AddressInputType = new GraphQLInputObjectType({
   name: "AddressInput",
-  description: "An address as a create or a replace gives it (REST's `AddressInput`).",
+  description: "An address as a create or a replace gives it (REST's `AddressInput`): `null` " +
+    "on an optional field means absent, as leaving it out.",
   fields: () =>
     perField((field): GraphQLInputFieldConfig => ({
       type: field.optional ? GraphQLString : text,

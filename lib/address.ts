@@ -152,7 +152,11 @@ const SCHEMAS = addressSchemas(ADDRESS_FIELDS);
  * The body of POST /addresses and PUT /addresses/{id}; unknown members are ignored, `null` on an
  * optional field is absent (and 400 `invalid-field` on a required one).
  */
-export const AddressInputSchema = SCHEMAS.input.openapi("AddressInput");
+export const AddressInputSchema = SCHEMAS.input.openapi("AddressInput", {
+  description: "An address as a create or a replace gives it. Unknown members are ignored; " +
+    "`null` on an optional member means absent, as leaving it out, and is 400 `invalid-field` " +
+    "on a required one.",
+});
 
 /** A stored address. */
 export const AddressSchema = SCHEMAS.stored.openapi("Address");

@@ -72,7 +72,11 @@ export const CreateHeaderSchema = z.object({
 const addressResponse = (description: string) => ({
   description,
   headers: {
-    ETag: { description: "Strong validator (If-Match).", schema: { type: "string" as const } },
+    ETag: {
+      description: "Strong validator of this version (If-Match, If-None-Match): opaque, made " +
+        "at each write, no other address's or version's.",
+      schema: { type: "string" as const },
+    },
     Vary: { schema: { type: "string" as const } },
   },
   content: jsonContent(AddressSchema),

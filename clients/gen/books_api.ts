@@ -314,6 +314,7 @@ export interface components {
         AddressExport: {
             addresses: components["schemas"]["Address"][];
         };
+        /** @description An address as a create or a replace gives it. Unknown members are ignored; `null` on an optional member means absent, as leaving it out, and is 400 `invalid-field` on a required one. */
         AddressInput: {
             /** @example Ada Lovelace */
             name: string;
@@ -666,7 +667,7 @@ export interface operations {
             /** @description Created (or replayed by Idempotency-Key) */
             201: {
                 headers: {
-                    /** @description Strong validator (If-Match). */
+                    /** @description Strong validator of this version (If-Match, If-None-Match): opaque, made at each write, no other address's or version's. */
                     ETag?: string;
                     Vary?: string;
                     /** @description `/addresses/{id}` of the address. */
@@ -910,7 +911,7 @@ export interface operations {
             /** @description Updated */
             200: {
                 headers: {
-                    /** @description Strong validator (If-Match). */
+                    /** @description Strong validator of this version (If-Match, If-None-Match): opaque, made at each write, no other address's or version's. */
                     ETag?: string;
                     Vary?: string;
                     [name: string]: unknown;
@@ -924,7 +925,7 @@ export interface operations {
             /** @description Created (version 1: a generated id; version 2: the path id) */
             201: {
                 headers: {
-                    /** @description Strong validator (If-Match). */
+                    /** @description Strong validator of this version (If-Match, If-None-Match): opaque, made at each write, no other address's or version's. */
                     ETag?: string;
                     Vary?: string;
                     /** @description `/addresses/{id}` of the address. */
@@ -1085,7 +1086,7 @@ export interface operations {
             /** @description Updated */
             200: {
                 headers: {
-                    /** @description Strong validator (If-Match). */
+                    /** @description Strong validator of this version (If-Match, If-None-Match): opaque, made at each write, no other address's or version's. */
                     ETag?: string;
                     Vary?: string;
                     [name: string]: unknown;
