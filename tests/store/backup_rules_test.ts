@@ -56,6 +56,8 @@ interface BadValue {
   reason: RegExp;
   /** True when the API takes the body (and stores the value trimmed); else 400 invalid-field. */
   acceptedTrimmed?: true;
+  /** The API takes it as the field left out. */
+  acceptedAbsent?: true;
 }
 
 /** Every kind of bad value of every field, from the table. */
@@ -101,7 +103,14 @@ function badValues(): BadValue[] {
       });
     }
     if (field.optional) {
-      cases.push({ name, value: null, what: "null", reason: at("expected string") });
+      // The API reads it as absent; a backup holds addresses as stored, where it never is.
+      cases.push({
+        name,
+        value: null,
+        what: "null",
+        reason: at("expected string"),
+        acceptedAbsent: true,
+      });
     }
   }
   return cases;
@@ -124,6 +133,9 @@ Deno.test("a line the API would refuse is refused with its number, and nothing i
       if (bad.acceptedTrimmed) {
         assert.equal(created.status, 201, what);
         assert.equal(created.body[bad.name], (bad.value as string).trim(), what);
+      } else if (bad.acceptedAbsent) {
+        assert.equal(created.status, 201, what);
+        assert.equal(bad.name in created.body, false, what);
       } else {
         assert.equal(created.status, 400, what);
         assert.equal(created.body.errors[0].error, "invalid-field", what);
