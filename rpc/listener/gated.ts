@@ -87,7 +87,7 @@ function decide(
  * call is answered here (`refuse`), before any service sees it and without reading its body
  * (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED, INVALID_ARGUMENT in the client's
  * protocol). A stream admitted at once (no token, or one verified before) is offered to `take`
- * (the fast path), else to `compat`; one whose token is still being verified waits, unread,
+ * (the lean unary path), else to `compat`; one whose token is still being verified waits, unread,
  * for the decision. Admitted decisions are recorded per stream (their RateLimit headers).
  */
 export function gatedStreams(
