@@ -63,6 +63,7 @@ export async function openEdge(
     seedBooks,
     migrateOnStart: config.migrateOnStart,
     maxAddressesPerOwner: config.maxAddressesPerOwner,
+    events: config.events,
     logger,
     wrapKv: options.wrapKv,
   });

@@ -107,6 +107,7 @@ export async function startServer(
             maxAddressesPerOwner: Number.isFinite(config.maxAddressesPerOwner)
               ? config.maxAddressesPerOwner
               : undefined,
+            events: config.events,
           },
           logger,
           { logToStdout, denoFlags: config.grpcChildFlags, books: books.list() },

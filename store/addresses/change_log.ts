@@ -36,6 +36,9 @@ export interface ChangeRecord extends Change {
 
 export const CLOCK_KEY: Deno.KvKey = ["feed_clock"];
 
+/** `EVENTS_RETENTION`'s default: a day. */
+export const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
+
 /** The key of an owner's last change number. */
 export function seqKey(owner: string): Deno.KvKey {
   return ["feed_seq", owner];

@@ -1,10 +1,11 @@
 import { AppError } from "../../lib/errors.ts";
+import { pageTokens } from "./page_tokens.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { getAll } from "../kv/read.ts";
 import {
   type Change,
-  type ChangeLog,
   changeKey,
+  type ChangeLog,
   changePrefix,
   type ChangeRecord,
   CLOCK_KEY,
@@ -28,6 +29,20 @@ export interface FeedTokens {
   seal(owner: string, n: number): Promise<string>;
   /** The number a token of `owner` holds; else AppError `invalid-parameter`. */
   open(owner: string, token: string): Promise<number>;
+}
+
+/**
+ * Resume tokens: the change number sealed with the KV's page-token key (page_tokens.ts), bound to
+ * the owner and to the feed, so a page token is not one, nor another owner's, nor another KV's.
+ */
+export function feedTokens(kv: Deno.Kv): FeedTokens {
+  const tokens = pageTokens(kv, {
+    listing: "addresses.v1/events",
+    first: 0,
+    invalid: () =>
+      new AppError("invalid-parameter", "The resume token is not one this server issued."),
+  });
+  return { seal: tokens.after, open: tokens.position };
 }
 
 /** A caller's open stream of changes. */
@@ -201,9 +216,11 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
     if (n === head) return n;
     const next = await withKvRetry(() => kv.get<ChangeRecord>(changeKey(owner, n + 1)));
     if (next.value === null || next.value.at < now() - options.retentionMs) {
-      throw expired(`The changes after this token are no longer kept (they are kept for ` +
-        `${Math.round(options.retentionMs / 3_600_000 * 10) / 10} h); read the addresses again ` +
-        "and open a stream without a token.");
+      throw expired(
+        `The changes after this token are no longer kept (they are kept for ` +
+          `${Math.round(options.retentionMs / 3_600_000 * 10) / 10} h); read the addresses again ` +
+          "and open a stream without a token.",
+      );
     }
     return n;
   }

@@ -25,6 +25,8 @@ import { newVersionEtag, type Precondition } from "../../lib/http/etag.ts";
 import { pageTokens } from "./page_tokens.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { NO_GUARD } from "../layout/layout.ts";
+import { type ChangeType, DEFAULT_RETENTION_MS, openChangeLog } from "./change_log.ts";
+import { WriteRecorder } from "./prepared_write.ts";
 import {
   addToCount,
   countForCreate,
@@ -155,7 +157,9 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   const sweeper = createKeySweeper(kv, guard);
   const pages = ownerPages(kv);
   const tokens = options.pageTokens ?? pageTokens(kv);
-  const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
+  const log = options.changeLog ??
+    openChangeLog(kv, { retentionMs: DEFAULT_RETENTION_MS, guard: NO_GUARD.check });
+  const create = deduplicateInFlight(createIdAllocator(kv, { ...options, log }, sweeper).allocate);
 
   function read(id: number) {
     return withKvRetry(() => kv.get<AddressRecord>(addressKey(id)));
@@ -172,12 +176,14 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   async function replace(
     entry: Deno.KvEntry<AddressRecord>,
     address: Address,
+    type: ChangeType,
   ): Promise<StoredAddress | null> {
     const etag = newVersionEtag();
     const record: AddressRecord = { ...entry.value, v: RECORD_VERSION, address, etag };
-    const result = await withKvRetry(() =>
-      setAddress(guard.check(kv.atomic()).check(entry), record).commit()
-    );
+    const op = new WriteRecorder();
+    setAddress(guard.check(op).check(entry), record);
+    const change = { type, id: address.id, address, etag };
+    const result = await log.commit(op.prepare([{ owner: record.owner, change }]));
     if (result.ok) return { address, etag };
     await guard.afterConflict();
     return null;
@@ -194,7 +200,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       }
       checkExpected(expected, entry.value.etag, id);
       const updated = replaceV1(entry.value.address, input);
-      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated);
+      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated, "replaced");
       if (stored) return { ...stored, created: false };
       // Changed or deleted between read and write: the precondition is evaluated again on what
       // is there now (without one, the latest state decides again).
@@ -214,7 +220,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       );
       if (entry.value !== null && entry.value.owner === owner) {
         checkExpected(expected, entry.value.etag, id);
-        const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
+        const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address, "replaced");
         if (stored) return { ...stored, created: false };
         continue;
       }
@@ -231,10 +237,8 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       }
       const etag = newVersionEtag();
       const record: AddressRecord = { v: RECORD_VERSION, owner, address, etag };
-      const op = setAddress(
-        guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null }),
-        record,
-      );
+      const op = new WriteRecorder();
+      setAddress(guard.check(op).check({ key: addressKey(id), versionstamp: null }), record);
       // Above the counter: the counter moves to the id in the operation that checks it.
       moveCounter(op, counter, id);
       if (limited) {
@@ -242,7 +246,8 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         op.check(count);
         setCount(op, owner, countOf(count) + 1);
       } else addToCount(op, owner, 1);
-      const result = await withKvRetry(() => op.commit());
+      const change = { type: "created" as const, id, address, etag };
+      const result = await log.commit(op.prepare([{ owner, change }]));
       if (result.ok) return { address, etag, created: true };
       await guard.afterConflict();
     }
@@ -262,7 +267,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       const address = addressAt(id, change(current));
       // Nothing changes: no write, and the ETag stays.
       if (sameAddress(address, current)) return { address: current, etag: entry.value.etag };
-      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
+      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address, "updated");
       if (stored) return stored;
     }
   }
@@ -278,15 +283,15 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       );
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
       checkExpected(expected, entry.value.etag, id);
-      const op = guard.check(kv.atomic()).check(entry)
-        .delete(addressKey(id)).delete(ownerKey(owner, id));
+      const op = new WriteRecorder();
+      guard.check(op).check(entry).delete(addressKey(id)).delete(ownerKey(owner, id));
       const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
       const left = countOf(count) - (keyHolds ? 0 : 1);
       // Without a quota the count is summed, unchecked, unless this deletion takes it to 0: then
       // the key goes (checked), so an owner with nothing stored leaves no key behind.
       if (!limited && left > 0) addToCount(op, owner, left - countOf(count));
       else setCount(op.check(count), owner, left);
-      const result = await withKvRetry(() => op.commit());
+      const result = await log.commit(op.prepare([{ owner, change: { type: "deleted", id } }]));
       if (result.ok) return;
       await guard.afterConflict();
     }
@@ -345,6 +350,6 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       if (refused) throw refused;
       yield* ownerAddresses(pages, owner);
     },
-    erase: owned((owner) => eraseOwner(kv, guard, owner)),
+    erase: owned((owner) => eraseOwner(kv, guard, log, owner)),
   };
 }
