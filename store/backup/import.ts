@@ -20,7 +20,6 @@ import {
   readLines,
 } from "./format.ts";
 import { getAll } from "../kv/read.ts";
-import { withKvRetry } from "../kv/retry.ts";
 import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
 import {
   type Change,
