@@ -8,6 +8,8 @@ export interface Caller {
   subject: string | undefined;
   /** Scopes the verified token grants (empty without a token). */
   scopes: ReadonlySet<string>;
+  /** When the verified token expires (ms since the epoch); a stream it opened ends then. */
+  expiresAt?: number | undefined;
 }
 
 /** The caller when authentication is off. */

@@ -189,7 +189,12 @@ export function createGate(parts: {
     }
     const caller: Caller = identity === undefined
       ? ANONYMOUS
-      : { owner: identity.subject, subject: identity.subject, scopes: identity.scopes };
+      : {
+        owner: identity.subject,
+        subject: identity.subject,
+        scopes: identity.scopes,
+        expiresAt: identity.expiresAt,
+      };
     const refusal = authorize(caller, request.access, rules);
     if (refusal !== undefined) {
       Object.assign(refusal.headers, headers);

@@ -7,6 +7,7 @@ import type { Store } from "../store/store.ts";
 import type { StorageHealth } from "../store/kv/storage_health.ts";
 import { addressRoutes } from "../routes/addresses.ts";
 import { ownerDataRoutes } from "../routes/owner_data.ts";
+import { addressEventsRoutes, type EventsDoorOptions } from "../routes/address_events.ts";
 import { booksRoutes } from "../routes/books.ts";
 import { docsRoutes } from "../routes/docs.ts";
 import { homeRoutes } from "../routes/home.ts";
@@ -47,6 +48,8 @@ interface AppDeps {
   graphqlCaches?: GraphqlCaches;
   /** The gate's access rules, which GraphQL applies per operation (authentication off if omitted). */
   access?: AccessRules;
+  /** How the event stream door paces its streams (tests shorten the heartbeat). */
+  events?: EventsDoorOptions;
   /** `CORS_ORIGINS`; no CORS headers when undefined. */
   corsOrigins?: "*" | string[] | undefined;
   /** `PUBLIC_URL` without its trailing slash; links in error bodies are relative without it. */
@@ -74,6 +77,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   booksRoutes(deps.store.books, app);
   // Before the address routes: `/addresses/export` must not be taken for `/addresses/{id}`.
   ownerDataRoutes(deps.store.addresses, app);
+  addressEventsRoutes(deps.store.feed, app, deps.events);
   addressRoutes(deps.store.addresses, app, { maxBodyBytes: deps.maxBodyBytes });
   healthRoutes({
     store: deps.store,

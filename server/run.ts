@@ -72,7 +72,7 @@ export async function startServer(
   let listening = false;
   let grpcServing = () => true;
   let httpServing = () => true;
-  const { handler, books, addresses, gate, kv, storage, caches } = await openEdge(config, logger, {
+  const { handler, books, addresses, feed, gate, kv, storage, caches } = await openEdge(config, logger, {
     isListening: () => listening && httpServing() && grpcServing(),
     isShuttingDown: () => shuttingDown,
   }, options);
@@ -155,6 +155,9 @@ export async function startServer(
           };
         });
       }
+      // Open streams end now, each after the change it is sending (its client resumes from
+      // there elsewhere), or the listeners would wait for them.
+      feed.closeAll();
       await Promise.all([http.shutdown(), grpc?.shutdown()]);
       await storage.close();
       kv.close();

@@ -149,7 +149,8 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
         const n = seqOf(entries[i]!);
         const before = seen.get(owner);
         seen.set(owner, n);
-        return before !== undefined && n !== before;
+        // First seen: woken anyway (a stream reads from its own position; a spare read is cheap).
+        return n !== before;
       });
       wakeOwners(moved);
     } catch {
