@@ -13,6 +13,7 @@ import {
   invalidPageToken,
   pageOf,
   requestId,
+  resourceEtag,
 } from "./address_requests.ts";
 import { callerOf } from "./caller.ts";
 
@@ -60,14 +61,14 @@ export function addressService(addresses: AddressStore): ServiceImpl<typeof Addr
 
     async replaceAddress(request, context) {
       const id = addressId(request.id);
-      const expected = etagCondition(request.etag);
+      const expected = resourceEtag(request);
       const input = addressInput(request.address);
       return addressMessage(await addresses.put(callerOf(context).owner, id, input, expected));
     },
 
     async updateAddress(request, context) {
       const id = addressId(request.id);
-      const expected = etagCondition(request.etag);
+      const expected = resourceEtag(request);
       const patch = addressPatch(request.address, request.updateMask);
       const change = (current: Parameters<typeof mergePatch>[0]) => mergePatch(current, patch);
       return addressMessage(
