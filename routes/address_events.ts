@@ -73,7 +73,9 @@ const watchAddresses = createRoute({
         },
       },
     },
-    400: errorResponse("`invalid-parameter`: a resume token this server did not issue to the caller"),
+    400: errorResponse(
+      "`invalid-parameter`: a resume token this server did not issue to the caller",
+    ),
     410: errorResponse("`events-expired`: the changes after the token are no longer kept"),
     ...SCOPED_RESPONSES,
   },

@@ -27,7 +27,7 @@ export interface Identity {
   subject: string;
   scopes: ReadonlySet<string>;
   /** The token's `exp` in ms since the epoch: a stream it admitted ends then. */
-  expiresAt: number;
+  expiresAt?: number;
 }
 
 /** Why a token was refused; `detail` is safe to show (it never contains the token). */

@@ -72,10 +72,15 @@ export async function startServer(
   let listening = false;
   let grpcServing = () => true;
   let httpServing = () => true;
-  const { handler, books, addresses, feed, gate, kv, storage, caches } = await openEdge(config, logger, {
-    isListening: () => listening && httpServing() && grpcServing(),
-    isShuttingDown: () => shuttingDown,
-  }, options);
+  const { handler, books, addresses, feed, gate, kv, storage, caches } = await openEdge(
+    config,
+    logger,
+    {
+      isListening: () => listening && httpServing() && grpcServing(),
+      isShuttingDown: () => shuttingDown,
+    },
+    options,
+  );
   let http: HttpListener;
   try {
     http = listenHttp({ port: config.port, hostname: config.host }, handler, logger);
