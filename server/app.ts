@@ -100,6 +100,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   rpcRoutes(app, {
     books: deps.store.books,
     addresses: deps.store.addresses,
+    feed: deps.store.feed,
     logger: deps.logger,
   });
 

@@ -117,7 +117,7 @@ export async function startServer(
           logger,
           { logToStdout, denoFlags: config.grpcChildFlags, books: books.list() },
         )
-        : await startGrpcListener(listen, { books, addresses, logger, gate });
+        : await startGrpcListener(listen, { books, addresses, feed, logger, gate });
     } catch (error) {
       await http.shutdown();
       await storage.close();

@@ -100,7 +100,7 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
       handshakeTimeoutMs: config.handshakeTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
     },
-    { books: store.books, addresses: store.addresses, logger, gate },
+    { books: store.books, addresses: store.addresses, feed: store.feed, logger, gate },
   ).catch(async (error) => {
     await closeStorage();
     throw error;
@@ -115,6 +115,8 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   const stop = async (code = 0) => {
     if (stopping) return;
     stopping = true;
+    // Open streams end first, each after the change it is sending, or the drain would wait.
+    store.feed.closeAll();
     await listener.shutdown();
     await closeStorage();
     logger.flush();

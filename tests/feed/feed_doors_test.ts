@@ -12,7 +12,14 @@ import {
   rpcDoor,
   rpcTransport,
 } from "../support/address_doors.ts";
-import { type ReceivedEvent, sseDoor, type Watch, type WatchDoor } from "../support/event_doors.ts";
+import {
+  type ReceivedEvent,
+  rpcWatchDoor,
+  sseDoor,
+  type Watch,
+  type WatchDoor,
+} from "../support/event_doors.ts";
+import { connectTransport, grpcTransport, grpcWebTransport } from "../support/rpc_clients.ts";
 import { spawnServer, startTestServer } from "../support/server.ts";
 import { hsToken, SECRET } from "../support/tokens.ts";
 
@@ -24,6 +31,9 @@ type Server = { httpUrl: string; grpcUrl?: string | undefined };
 const WATCHERS: Record<string, (server: Server, token: string) => WatchDoor> = {
   "REST": (s, t) => sseDoor(s.httpUrl, t),
   "REST ?after": (s, t) => sseDoor(s.httpUrl, t, "after"),
+  "gRPC": (s, t) => rpcWatchDoor("gRPC", grpcTransport(s.grpcUrl!), t),
+  "Connect (HTTP port)": (s, t) => rpcWatchDoor("Connect", connectTransport(s.httpUrl, "1.1"), t),
+  "gRPC-Web (HTTP port)": (s, t) => rpcWatchDoor("gRPC-Web", grpcWebTransport(s.httpUrl, "1.1"), t),
 };
 
 /** Writers through every style. */
@@ -206,31 +216,39 @@ Deno.test("feed (REST): a write by a second process on the same KV file is deliv
   }
 });
 
-Deno.test("feed (REST): stream limits per caller and per server are rate-limited", async () => {
-  const server = await startTestServer({
-    ...AUTH,
-    GRPC_PORT: "off",
-    EVENTS_MAX_STREAMS_PER_CALLER: "2",
-    EVENTS_MAX_STREAMS: "3",
+for (const style of ["REST", "gRPC"]) {
+  Deno.test(`feed (${style}): stream limits per caller and per server are rate-limited`, async () => {
+    const server = await startTestServer({
+      ...AUTH,
+      GRPC_ISOLATION: "inline",
+      EVENTS_MAX_STREAMS_PER_CALLER: "2",
+      EVENTS_MAX_STREAMS: "3",
+    });
+    try {
+      const [alice, bob, carol] = await Promise.all(
+        ["alice", "bob", "carol"].map((s) => token(s)),
+      ) as [
+        string,
+        string,
+        string,
+      ];
+      const open: Watch[] = [];
+      for (const t of [alice, alice]) open.push(ok(await WATCHERS[style]!(server, t).open()));
+      const third = await WATCHERS[style]!(server, alice).open();
+      assert.equal(third.ok ? "opened" : third.code, "rate-limited", "per caller");
+      open.push(ok(await WATCHERS[style]!(server, bob).open()));
+      const overall = await WATCHERS[style]!(server, carol).open();
+      assert.equal(overall.ok ? "opened" : overall.code, "rate-limited", "per server");
+      // A closed stream gives its place back.
+      await open.shift()!.close();
+      await new Promise((r) => setTimeout(r, 200));
+      open.push(ok(await WATCHERS[style]!(server, carol).open()));
+      for (const w of open) await w.close();
+    } finally {
+      await server.close();
+    }
   });
-  try {
-    const [alice, bob, carol] = await Promise.all(["alice", "bob", "carol"].map((s) => token(s)));
-    const open: Watch[] = [];
-    for (const t of [alice, alice]) open.push(ok(await sseDoor(server.httpUrl, t).open()));
-    const third = await sseDoor(server.httpUrl, alice).open();
-    assert.equal(third.ok ? "opened" : third.code, "rate-limited", "per caller");
-    open.push(ok(await sseDoor(server.httpUrl, bob).open()));
-    const overall = await sseDoor(server.httpUrl, carol).open();
-    assert.equal(overall.ok ? "opened" : overall.code, "rate-limited", "per server");
-    // A closed stream gives its place back.
-    await open.shift()!.close();
-    await new Promise((r) => setTimeout(r, 200));
-    open.push(ok(await sseDoor(server.httpUrl, carol).open()));
-    for (const w of open) await w.close();
-  } finally {
-    await server.close();
-  }
-});
+}
 
 Deno.test("feed (REST): a stream ends when its token expires, and at shutdown, after what it sent", async () => {
   const server = await startTestServer({ ...AUTH, GRPC_PORT: "off" });
@@ -253,8 +271,8 @@ Deno.test("feed (REST): a stream ends when its token expires, and at shutdown, a
   }
 });
 
-Deno.test("feed (REST): a token whose next change is past the retention is 410 events-expired", async () => {
-  const server = await startTestServer({ ...AUTH, GRPC_PORT: "off", EVENTS_RETENTION: "1s" });
+Deno.test("feed: a token whose next change is past the retention is events-expired in every style", async () => {
+  const server = await startTestServer({ ...AUTH, EVENTS_RETENTION: "1s" });
   try {
     const alice = await token("alice");
     const watch = ok(await sseDoor(server.httpUrl, alice).open());
@@ -265,8 +283,10 @@ Deno.test("feed (REST): a token whose next change is past the retention is 410 e
     await watch.close();
     ok(await writer.update(created.address.id, { city: "Ely" }));
     await new Promise((r) => setTimeout(r, 1500));
-    const refused = await sseDoor(server.httpUrl, alice).open(first!.token);
-    assert.equal(refused.ok ? "opened" : refused.code, "events-expired");
+    for (const [style, watcher] of Object.entries(WATCHERS)) {
+      const refused = await watcher(server, alice).open(first!.token);
+      assert.equal(refused.ok ? "opened" : refused.code, "events-expired", style);
+    }
     const answer = await fetch(`${server.httpUrl}/addresses/events`, {
       headers: { authorization: `Bearer ${alice}`, "last-event-id": first!.token },
     });

@@ -4,8 +4,16 @@
  * and the GraphQL subscription through the `graphql-sse` client. Each stream is read into one
  * shape, so one test runs against every style.
  */
-import type { Address } from "../../lib/address.ts";
+import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { type Address, ADDRESS_FIELD_NAMES } from "../../lib/address.ts";
+import {
+  type Address as AddressMessage,
+  type AddressEvent,
+  AddressEvent_Type,
+} from "../../rpc/gen/addresses/v1/addresses_pb.ts";
 import type { Outcome } from "./address_doors.ts";
+import { bearer } from "./requests.ts";
+import { addressClient, errorInfo } from "./rpc_clients.ts";
 
 /** One change as a client received it. */
 export interface ReceivedEvent {
@@ -148,7 +156,8 @@ export function sseDoor(
             inbox.push({ ...data, token: frame.id! });
           }
         } catch (error) {
-          if (!abort.signal.aborted) console.error("event stream:", error);
+          // A connection cut (the server killed) ends the stream like the server ending it.
+          if (!abort.signal.aborted && !(error instanceof TypeError)) throw error;
         }
         inbox.end();
       })();
@@ -156,6 +165,87 @@ export function sseDoor(
         ok: true,
         value: {
           opened,
+          next: (ms = 3000) => inbox.take(ms),
+          get ended() {
+            return inbox.ended;
+          },
+          close: async () => {
+            abort.abort();
+            await Promise.resolve();
+          },
+        },
+      };
+    },
+  };
+}
+
+const TYPES: Record<number, ReceivedEvent["type"]> = {
+  [AddressEvent_Type.CREATED]: "created",
+  [AddressEvent_Type.REPLACED]: "replaced",
+  [AddressEvent_Type.UPDATED]: "updated",
+  [AddressEvent_Type.DELETED]: "deleted",
+};
+
+function addressFrom(message: AddressMessage): Address {
+  const address: Record<string, unknown> = { id: Number(message.id) };
+  for (const name of ADDRESS_FIELD_NAMES) {
+    const value = (message as unknown as Record<string, unknown>)[name];
+    if (typeof value === "string" && value !== "") address[name] = value;
+  }
+  return address as Address;
+}
+
+function receivedFrom(event: AddressEvent): ReceivedEvent {
+  const type = TYPES[event.type];
+  if (type === undefined) throw new Error(`an event of type ${event.type} after the first`);
+  return {
+    type,
+    id: Number(event.id),
+    ...(event.address === undefined
+      ? {}
+      : { address: addressFrom(event.address), etag: event.address.etag }),
+    token: event.resumeToken,
+  };
+}
+
+/** AddressService.WatchAddresses over a Connect-ES transport (gRPC, Connect, gRPC-Web). */
+export function rpcWatchDoor(style: string, transport: Transport, token?: string): WatchDoor {
+  const client = addressClient(transport);
+  return {
+    style,
+    async open(after) {
+      const abort = new AbortController();
+      const stream = client.watchAddresses({ resumeToken: after ?? "" }, {
+        headers: bearer(token),
+        signal: abort.signal,
+      })[Symbol.asyncIterator]();
+      let first: IteratorResult<AddressEvent>;
+      try {
+        first = await stream.next();
+      } catch (error) {
+        const failure = ConnectError.from(error);
+        return { ok: false, code: errorInfo(failure)?.reason ?? failure.message, problems: 1 };
+      }
+      if (first.done || first.value.type !== AddressEvent_Type.TYPE_UNSPECIFIED) {
+        throw new Error("the first message is not the stream's position");
+      }
+      const inbox = new Inbox<ReceivedEvent>();
+      void (async () => {
+        try {
+          for (let next = await stream.next(); !next.done; next = await stream.next()) {
+            inbox.push(receivedFrom(next.value));
+          }
+        } catch (error) {
+          const failure = ConnectError.from(error);
+          // A connection cut (the server killed) ends the stream like the server ending it.
+          if (!abort.signal.aborted && failure.code !== Code.Unavailable) throw error;
+        }
+        inbox.end();
+      })();
+      return {
+        ok: true,
+        value: {
+          opened: first.value.resumeToken,
           next: (ms = 3000) => inbox.take(ms),
           get ended() {
             return inbox.ended;
