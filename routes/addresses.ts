@@ -6,19 +6,15 @@ import { ifMatchPrecondition, versionEtag } from "../lib/http/etag.ts";
 import {
   addressResponseType,
   isVersion2,
-  jsonHeaders,
+  jsonAnswer,
   negotiateJson,
 } from "../lib/http/negotiate.ts";
 import { type Address, mergePatch } from "../lib/address.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses/repository.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
-import { invalidInput } from "../lib/http/invalid_input.ts";
-import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
-import { ADDRESSES_PATH } from "../lib/paths.ts";
 import { pageAnswer } from "./address_page.ts";
 import {
   createAddress,
-  CreateHeaderSchema,
   deleteAddress,
   getAddress,
   listAddresses,
@@ -26,8 +22,6 @@ import {
   putAddress,
 } from "./address_api.ts";
 
-// The request id and nosniff are in the headers built here: the edge adding them to a finished
-// Response would cost Deno.serve its fast path.
 function addressJson(
   c: Context<AppEnv>,
   stored: StoredAddress,
@@ -35,21 +29,19 @@ function addressJson(
   type: string,
   extra = {},
 ): Response {
-  return new Response(JSON.stringify(stored.address), {
+  return jsonAnswer(JSON.stringify(stored.address), {
     status,
-    headers: {
-      ...jsonHeaders(type, c.get("requestId")),
-      "etag": versionEtag(stored.versionstamp),
-      ...extra,
-    },
+    type,
+    requestId: c.get("requestId"),
+    headers: { "etag": versionEtag(stored.versionstamp), ...extra },
   });
 }
 
 /**
  * The answer to `GET /addresses/{id}` of an address the caller holds: 200 with its ETag, or 304
- * when `If-None-Match` matches (the route's, and routes/address_front.ts's).
+ * when `If-None-Match` matches.
  */
-export function addressAnswer(
+function addressAnswer(
   stored: StoredAddress,
   request: { type: string; requestId: string; ifNoneMatch: string | null | undefined },
 ): Response {
@@ -72,26 +64,15 @@ function writeType(c: Context<AppEnv>): string {
   return addressResponseType(c.req.header("accept"), c.req.header("content-type"));
 }
 
-/** The Idempotency-Key of a create, checked by its documented schema (400 like any header). */
-function idempotencyKeyOf(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const parsed = CreateHeaderSchema.safeParse({ "idempotency-key": value });
-  if (!parsed.success) throw invalidInput("header", parsed.error.issues);
-  return parsed.data["idempotency-key"];
-}
-
-/** REST routes of the address book. Every call acts for the caller's owner (security/caller.ts). */
-export function addressRoutes(
-  addresses: AddressStore,
-  app: OpenAPIHono<AppEnv>,
-  options: { maxBodyBytes: number },
-): void {
-  // "/addresses/*" also matches "/addresses" itself.
-  app.use(`${ADDRESSES_PATH}/*`, jsonObjectBody(options.maxBodyBytes));
-  // The busiest write checks its one header itself (routes/json_body.ts).
-  app.openapi(bodyValidatedOnly(app.openAPIRegistry, createAddress), async (c) => {
+/**
+ * REST routes of the address book. Every call acts for the caller's owner (security/caller.ts);
+ * bodies and parameters are checked against the routes' schemas before a handler runs
+ * (server/operations.ts).
+ */
+export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>): void {
+  app.openapi(createAddress, async (c) => {
     const type = writeType(c);
-    const key = idempotencyKeyOf(c.req.header("idempotency-key"));
+    const key = c.req.valid("header")["idempotency-key"];
     const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"), key);
     return preEncoded(
       created(c, stored, type, stored.replayed ? { "idempotent-replayed": "true" } : {}),
