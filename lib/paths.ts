@@ -1,8 +1,7 @@
 /**
- * Every path this server answers at, in one place: the routes are defined at them, the entry
- * point links them, and the gRPC listener recognises its calls by them. Here rather than in a
- * protocol folder because the entry point (routes/) links GraphQL's and the RPC's, and protocol
- * folders do not import each other. Like all of lib/, it imports no other folder of the project.
+ * Every path this server answers at, in one place: the routes are defined at them and the entry
+ * point links them. Here rather than in a protocol folder because the entry point (routes/) links
+ * GraphQL's and the RPC's, and protocol folders do not import each other. Like all of lib/, it imports no other folder of the project.
  */
 
 /** The entry point: links to everything below. */
@@ -26,10 +25,11 @@ export const GRAPHQL_ASSETS_PATH = `${GRAPHQL_PATH}/assets`;
 export const GRAPHQL_SCHEMA_PATH = `${GRAPHQL_PATH}/schema.graphql`;
 
 /**
- * The books call (Connect and gRPC-Web on both ports, gRPC on the gRPC listener): `/` + the
- * service's full name + `/` + the method, as the wire contract (rpc/proto/books/v1/books.proto)
- * names them. Spelled out because lib/ imports nothing above it; tests/lib/paths_test.ts holds it
- * to the generated service descriptor, so it cannot drift from what clients call.
+ * The books call the entry point links (Connect and gRPC-Web on both ports, gRPC on the gRPC
+ * listener): `/` + the service's full name + `/` + the method, as the wire contract
+ * (rpc/proto/books/v1/books.proto) names them. Spelled out because lib/ imports nothing above it;
+ * tests/lib/paths_test.ts holds it to the generated service descriptor, so it cannot drift from
+ * what clients call.
  */
 export const BOOKS_RPC_PATH = "/books.v1.BooksService/books";
 
