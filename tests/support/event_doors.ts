@@ -48,6 +48,8 @@ export class Inbox<T> {
   #items: T[] = [];
   #waiting: ((value: T | undefined) => void) | undefined;
   ended = false;
+  /** What ended the stream other than the server ending it or the connection cut. */
+  failure: unknown;
 
   push(item: T): void {
     if (this.#waiting) {
@@ -64,6 +66,7 @@ export class Inbox<T> {
   }
 
   take(ms: number): Promise<T | undefined> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.#items.length > 0) return Promise.resolve(this.#items.shift());
     if (this.ended) return Promise.resolve(undefined);
     return new Promise((resolve) => {
@@ -157,7 +160,7 @@ export function sseDoor(
           }
         } catch (error) {
           // A connection cut (the server killed) ends the stream like the server ending it.
-          if (!abort.signal.aborted && !(error instanceof TypeError)) throw error;
+          if (!abort.signal.aborted && !(error instanceof TypeError)) inbox.failure = error;
         }
         inbox.end();
       })();
@@ -236,9 +239,11 @@ export function rpcWatchDoor(style: string, transport: Transport, token?: string
             inbox.push(receivedFrom(next.value));
           }
         } catch (error) {
+          // A connection cut (the server killed or restarted) ends the stream like the server
+          // ending it; anything else is kept for the test to see.
           const failure = ConnectError.from(error);
-          // A connection cut (the server killed) ends the stream like the server ending it.
-          if (!abort.signal.aborted && failure.code !== Code.Unavailable) throw error;
+          const cut = failure.code === Code.Unavailable || failure.code === Code.Canceled;
+          if (!abort.signal.aborted && !cut) inbox.failure = failure;
         }
         inbox.end();
       })();
