@@ -77,6 +77,9 @@ const ConfigSchema = z.object({
   EVENTS_MAX_STREAMS: positiveInt.refine((n) => n <= 100_000, "must be at most 100000")
     .default(1000),
   EVENTS_MAX_STREAMS_PER_CALLER: positiveInt.default(10),
+  // A comment line this often keeps proxies from cutting an idle event stream (1s to 60s).
+  EVENTS_HEARTBEAT: z.string().regex(/^[1-9][0-9]{0,1}s$/, "must be <n>s")
+    .refine((value) => durationMs(value) <= 60_000, "must be at most 60s").default("15s"),
   // Unset: none with authentication off, DEFAULT_MAX_ADDRESSES_PER_OWNER with it on (loadConfig).
   MAX_ADDRESSES_PER_OWNER: positiveInt.optional(),
   // Set by Deno Deploy in every deployment.
@@ -146,6 +149,8 @@ export interface EventsConfig {
   maxStreams: number;
   /** `EVENTS_MAX_STREAMS_PER_CALLER`: streams one caller may have open at once in one process. */
   maxStreamsPerCaller: number;
+  /** `EVENTS_HEARTBEAT`: how often an idle event stream gets a comment line. */
+  heartbeatMs: number;
 }
 
 /** Validated server configuration. */
@@ -350,6 +355,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       retentionMs: durationMs(c.EVENTS_RETENTION),
       maxStreams: c.EVENTS_MAX_STREAMS,
       maxStreamsPerCaller: c.EVENTS_MAX_STREAMS_PER_CALLER,
+      heartbeatMs: durationMs(c.EVENTS_HEARTBEAT),
     },
   };
 }

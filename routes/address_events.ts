@@ -104,7 +104,7 @@ export function eventOf(change: AddressChange): string {
  * past `maxQueuedBytes` (a client that stopped reading) ends the stream after what is queued,
  * so the client resumes from the last event it got and the server holds no backlog.
  */
-function eventStream(
+export function eventStream(
   stream: FeedStream,
   options: Required<EventsDoorOptions>,
 ): ReadableStream<Uint8Array> {

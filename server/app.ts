@@ -47,7 +47,7 @@ interface AppDeps {
   graphqlCaches?: GraphqlCaches;
   /** The gate's access rules, which GraphQL applies per operation (authentication off if omitted). */
   access?: AccessRules;
-  /** How the event stream door paces its streams (tests shorten the heartbeat). */
+  /** How the event stream door paces its streams (`EVENTS_HEARTBEAT`). */
   events?: EventsDoorOptions;
   /** `CORS_ORIGINS`; no CORS headers when undefined. */
   corsOrigins?: "*" | string[] | undefined;

@@ -88,6 +88,7 @@ export async function openEdge(
     access,
     corsOrigins: config.corsOrigins,
     publicUrl: config.publicUrl,
+    events: { heartbeatMs: config.events.heartbeatMs },
   });
   const books = store.books;
   const appFetch: Inner = (request, admission) => app.fetch(request, admission);
