@@ -91,6 +91,15 @@ export interface EventsDoorOptions {
 
 const encoder = new TextEncoder();
 
+// A change the feed delivers to several streams of its owner is one object: encoded once.
+const encoded = new WeakMap<AddressChange, Uint8Array>();
+
+function bytesOf(change: AddressChange): Uint8Array {
+  let bytes = encoded.get(change);
+  if (bytes === undefined) encoded.set(change, bytes = encoder.encode(eventOf(change)));
+  return bytes;
+}
+
 /** One change as an event. */
 export function eventOf(change: AddressChange): string {
   const data = change.address === undefined
@@ -117,9 +126,9 @@ export function eventStream(
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      const send = (text: string) => {
+      const send = (text: string | Uint8Array) => {
         if (!open) return false;
-        controller.enqueue(encoder.encode(text));
+        controller.enqueue(typeof text === "string" ? encoder.encode(text) : text);
         return true;
       };
       const close = () => {
@@ -133,7 +142,7 @@ export function eventStream(
       void (async () => {
         try {
           for await (const change of stream) {
-            if (!send(eventOf(change))) return;
+            if (!send(bytesOf(change))) return;
             if ((controller.desiredSize ?? 1) <= 0) break; // a slow reader: end after the queue
           }
         } catch {

@@ -59,6 +59,12 @@ export function seqOf(entry: Deno.KvEntryMaybe<Deno.KvU64>): number {
   return entry.value === null ? 0 : Number(entry.value.value);
 }
 
+/** A change as committed: its number in its owner's log, and its record. */
+export interface Appended {
+  n: number;
+  record: ChangeRecord;
+}
+
 /** A write made ready to commit: its own checks and mutations, and the changes it makes. */
 export interface PreparedWrite {
   /** The changes, each with the owner whose log it goes to, in the order they happen. */
@@ -85,8 +91,8 @@ export interface ChangeLog {
    * (the write's own, or an owner's log moved on in another process): read again and retry.
    */
   commit(write: PreparedWrite): Promise<WriteOutcome>;
-  /** Called with the owners whose logs moved, after each commit of this process. */
-  onAppend(listener: (owners: ReadonlySet<string>) => void): () => void;
+  /** Called after each commit of this process with the changes it appended, by owner. */
+  onAppend(listener: (appended: ReadonlyMap<string, readonly Appended[]>) => void): () => void;
 }
 
 /** How the change log writes. */
@@ -126,7 +132,7 @@ export function openChangeLog(kv: Deno.Kv, options: ChangeLogOptions): ChangeLog
   const queue: Waiting[] = [];
   // The sequence entries as this process last committed or read them.
   const heads = new Map<string, Deno.KvEntryMaybe<Deno.KvU64>>();
-  const listeners = new Set<(owners: ReadonlySet<string>) => void>();
+  const listeners = new Set<(appended: ReadonlyMap<string, readonly Appended[]>) => void>();
   let draining = false;
 
   function changeCost(owner: string, change: Change): Cost {
@@ -180,13 +186,18 @@ export function openChangeLog(kv: Deno.Kv, options: ChangeLogOptions): ChangeLog
     for (const w of batch) w.write.apply(op);
     const at = now();
     const next = new Map<string, number>();
-    for (const owner of owners) next.set(owner, seqOf(heads.get(owner)!));
+    const appended = new Map<string, Appended[]>();
+    for (const owner of owners) {
+      next.set(owner, seqOf(heads.get(owner)!));
+      appended.set(owner, []);
+    }
     for (const w of batch) {
       for (const { owner, change } of w.write.changes) {
         const n = next.get(owner)! + 1;
         next.set(owner, n);
         const record: ChangeRecord = { v: 1, ...change, at };
         op.set(changeKey(owner, n), record, { expireIn: options.retentionMs });
+        appended.get(owner)!.push({ n, record });
       }
     }
     for (const owner of owners) {
@@ -208,10 +219,7 @@ export function openChangeLog(kv: Deno.Kv, options: ChangeLogOptions): ChangeLog
       });
     }
     for (const w of batch) w.resolve({ ok: true, versionstamp: result.versionstamp });
-    if (owners.length > 0) {
-      const moved = new Set(owners);
-      for (const listener of listeners) listener(moved);
-    }
+    if (owners.length > 0) { for (const listener of listeners) listener(appended); }
   }
 
   async function drain(): Promise<void> {

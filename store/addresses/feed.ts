@@ -95,6 +95,8 @@ export interface FeedOptions {
 
 // Changes read from KV at a time.
 const BATCH = 64;
+// Recent changes kept per owner with open streams.
+const RECENT = 256;
 
 /** One open stream's state, as the feed's wake-ups see it. */
 interface Reader {
@@ -112,8 +114,42 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
     for (const owner of owners) for (const r of readers.get(owner) ?? []) r.wake();
   }
 
-  // Commits of this process wake their owners' readers at once.
-  options.log.onAppend(wakeOwners);
+  // The changes this process committed lately, of owners with open streams: a stream at the head
+  // takes them from here, so one change reaches any number of streams without a KV read each,
+  // and each change is made (its token sealed) once for all of them.
+  const recent = new Map<string, Map<number, { record: ChangeRecord; change?: AddressChange }>>();
+  options.log.onAppend((appended) => {
+    for (const [owner, changes] of appended) {
+      const kept = recent.get(owner);
+      if (kept === undefined) continue;
+      for (const { n, record } of changes) kept.set(n, { record });
+      // Bounded: a stream further behind reads KV.
+      for (const n of kept.keys()) {
+        if (kept.size <= RECENT) break;
+        kept.delete(n);
+      }
+    }
+    wakeOwners(appended.keys());
+  });
+
+  /** `owner`'s change n as streams deliver it, made once. */
+  async function changeOf(owner: string, n: number, record: ChangeRecord): Promise<AddressChange> {
+    const { v: _, at: _at, ...change } = record;
+    return { ...change, token: await options.tokens.seal(owner, n) };
+  }
+
+  /** Up to BATCH changes of `owner` after `position` from the recent ones; none if not there. */
+  async function fromRecent(owner: string, position: number): Promise<AddressChange[]> {
+    const kept = recent.get(owner);
+    const out: AddressChange[] = [];
+    for (let n = position + 1; kept !== undefined && out.length < BATCH; n++) {
+      const entry = kept.get(n);
+      if (entry === undefined) break;
+      entry.change ??= await changeOf(owner, n, entry.record);
+      out.push(entry.change);
+    }
+    return out;
+  }
 
   // Commits of other processes: `watch` of each owner's sequence entry, and where watch does
   // not see them (a KV file), a poll of the one change clock, then of the owners' entries.
@@ -177,6 +213,7 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
     if (set === undefined) {
       set = new Set();
       readers.set(r.owner, set);
+      recent.set(r.owner, new Map());
       watchOwner(r.owner);
     }
     set.add(r);
@@ -190,6 +227,7 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
     if (set === undefined || !set.delete(r)) return;
     if (set.size === 0) {
       readers.delete(r.owner);
+      recent.delete(r.owner);
       seen.delete(r.owner);
       void watches.get(r.owner)?.cancel().catch(() => {});
       watches.delete(r.owner);
@@ -269,6 +307,11 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
       signal?.addEventListener("abort", end, { once: true });
 
       async function fill(): Promise<void> {
+        const cached = await fromRecent(owner, position);
+        if (cached.length > 0) {
+          buffered = cached;
+          return;
+        }
         const entries: Deno.KvEntry<ChangeRecord>[] = [];
         await withKvRetry(async () => {
           entries.length = 0;
@@ -283,8 +326,7 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
             throw expired("Changes after this stream's position are no longer kept.");
           }
           n = at;
-          const { v: _, at: _at, ...change } = e.value;
-          fresh.push({ ...change, token: await options.tokens.seal(owner, n) });
+          fresh.push(await changeOf(owner, n, e.value));
         }
         buffered = fresh;
       }

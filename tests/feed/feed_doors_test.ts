@@ -296,3 +296,22 @@ Deno.test("feed: a token whose next change is past the retention is events-expir
     await server.close();
   }
 });
+
+Deno.test("feed: several streams of one owner, in every style at once, each get every change", async () => {
+  const server = await startTestServer(AUTH);
+  try {
+    const alice = await token("alice");
+    const watches = await Promise.all(
+      Object.values(WATCHERS).flatMap((w) => [w, w]).map(async (w) =>
+        ok(await w(server, alice).open())
+      ),
+    );
+    const expected = await writeThroughEvery(writers(server, alice).slice(0, 2), "many");
+    for (const [i, watch] of watches.entries()) {
+      assertSame(await receive(watch, expected.length), expected, `stream ${i}`);
+      await watch.close();
+    }
+  } finally {
+    await server.close();
+  }
+});
