@@ -35,7 +35,10 @@ export async function seedAddresses(kvPath: string, count: number): Promise<void
 
 /**
  * Copies a closed KV file (and a WAL beside it, if any) into `dir` as `kv.sqlite3`, the name
- * startOurs uses, so each server process reads its own copy of the same data.
+ * startOurs uses, so each server process reads its own copy of the same data. The copy is flushed
+ * to disk before it is used: else the first commit of the server on it would wait for the whole
+ * copy to be written out (its fsync flushes the file), seconds on a busy disk, inside a measured
+ * round.
  */
 export async function copyKv(kvPath: string, dir: string): Promise<string> {
   const target = `${dir}/kv.sqlite3`;
@@ -44,6 +47,15 @@ export async function copyKv(kvPath: string, dir: string): Promise<string> {
     await Deno.copyFile(kvPath + suffix, target + suffix).catch((e) => {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     });
+  }
+  for (const suffix of ["", "-wal"]) {
+    const file = await Deno.open(target + suffix, { read: true, write: true }).catch(() => null);
+    if (file === null) continue;
+    try {
+      await file.sync();
+    } finally {
+      file.close();
+    }
   }
   return target;
 }
