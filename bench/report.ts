@@ -2,6 +2,11 @@ import type { BenchOptions } from "./options.ts";
 import { fmt, type WorkloadResult } from "./runner.ts";
 import { median } from "./stats.ts";
 import type { Tools } from "./tools.ts";
+import { MATRIX_PREFIX, matrixTable } from "./matrix/table.ts";
+
+function isMatrix(w: WorkloadResult): boolean {
+  return w.id.startsWith(MATRIX_PREFIX);
+}
 
 /** The machine and settings a run was measured on. */
 export interface RunMeta {
@@ -164,44 +169,12 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
   return [
     ...head,
     ...results.map(workloadTable),
-    ...styleTable(results),
-    // The scaling run's summary; the style rows have their own.
-    ...(hasTargets ? summary : results.every(isStyle) ? [] : costTable(results)),
+    ...matrixTable(results),
+    // The scaling run's summary; the matrix has its own.
+    ...(hasTargets ? summary : results.every(isMatrix) ? [] : costTable(results)),
     "",
   ]
     .join("\n");
-}
-
-/** Workloads whose ids start with this compare the API styles (bench/styles.ts). */
-const STYLE_PREFIX = "style-";
-
-function isStyle(w: WorkloadResult): boolean {
-  return w.id.startsWith(STYLE_PREFIX);
-}
-
-/**
- * The styles side by side: every style workload's rows in one table, by operation (none when no
- * style workload ran).
- */
-function styleTable(results: WorkloadResult[]): string[] {
-  const rows = results.filter((w) => isStyle(w) && !w.skipped && !w.error);
-  if (rows.length === 0) return [];
-  const lines = [
-    "### Which style",
-    "",
-    "| operation | style | req/s | p50 ms | p99 ms | server CPU µs/req | wire bytes/req (request + response) | failed checks |",
-    "|---|---|---:|---:|---:|---:|---:|---:|",
-  ];
-  for (const w of rows) {
-    for (const c of w.contenders) {
-      lines.push(
-        `| ${w.id.slice(STYLE_PREFIX.length)} | ${c.name} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${
-          ms(c.p99Ms)
-        } | ${us(c.cpuUsPerRequest)} | ${wireCell(c)} | ${c.failures} |`,
-      );
-    }
-  }
-  return [...lines, ""];
 }
 
 /** The middle cells of a target's summary row: what is compared, the measure, the target. */
