@@ -93,6 +93,8 @@ function fieldOf(source: Source, name: string): unknown {
       if (name === "id") return String(address.id);
       if (name === "etag") return etagOf(versionstamp);
       if (name === "__typename") return "Address";
+      // A mutation's payload type that carries the address as `address` (Relay's convention).
+      if (name === "address") return source;
       // An optional field the address lacks is null, as in this server's schema.
       return address[name] ?? null;
     }
