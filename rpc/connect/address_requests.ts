@@ -11,7 +11,7 @@ import {
 } from "../../lib/address.ts";
 import { problemsFromIssues, type ZodIssueLike } from "../../lib/http/invalid_input.ts";
 import { IfMatchSchema } from "../../lib/http/openapi.ts";
-import { ifMatchPrecondition, versionEtag } from "../../lib/http/etag.ts";
+import { ifMatchPrecondition } from "../../lib/http/etag.ts";
 import { IdempotencyKeySchema } from "../../lib/idempotency_key.ts";
 import { PAGE_SIZE } from "../../lib/schemas.ts";
 import type { Precondition, StoredAddress } from "../../store/addresses/repository.ts";
@@ -180,6 +180,6 @@ export function addressMessage(stored: StoredAddress): Address {
   return create(AddressSchema, {
     ...stored.address,
     id: BigInt(stored.address.id),
-    etag: versionEtag(stored.versionstamp),
+    etag: stored.etag,
   });
 }

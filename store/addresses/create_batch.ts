@@ -12,9 +12,11 @@ import {
   IDEMPOTENCY_TTL_MS,
   idempotencyKey,
   type IdempotencyRecord,
-  ownerKey,
   RECORD_VERSION,
+  setAddress,
 } from "./keys.ts";
+import { newVersionEtag } from "../../lib/http/etag.ts";
+import type { PageTokens } from "./page_tokens.ts";
 import { atomicBudget, type Cost } from "../kv/atomic_budget.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts";
 import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
@@ -43,6 +45,8 @@ export interface AddressStoreOptions {
   maxPerOwner?: number;
   /** The layout this process opened; every write checks it (store/layout/layout.ts). */
   guard?: LayoutGuard;
+  /** The KV's page tokens (store.ts reads the key at start-up); absent: made on first use. */
+  pageTokens?: PageTokens;
 }
 
 // Besides its creations a batch checks the layout (one check spare); each owner's count is part
@@ -62,7 +66,7 @@ function costOf(w: Waiter, newOwner: boolean, limited: boolean): Cost {
   return {
     mutations: 2 + keyed + counted,
     checks: 1 + keyed + (limited ? counted : 0),
-    valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 120),
+    valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 160),
     keyBytes: 3 * ownerBytes + 96 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
       counted * (ownerBytes + 32),
   };
@@ -168,27 +172,25 @@ export function createIdAllocator(
         }
       }
       const expiresAt = Date.now() + IDEMPOTENCY_TTL_MS;
-      const addresses = ids.map((id, i) => {
+      const stored = ids.map((id, i) => {
         const w = batch[i]!;
         const address = addressAt(id, w.input);
-        const record: AddressRecord = { v: RECORD_VERSION, owner: w.owner, address };
+        const etag = newVersionEtag();
+        const record: AddressRecord = { v: RECORD_VERSION, owner: w.owner, address, etag };
         if (w.key !== undefined) record.key = w.key;
-        op.check({ key: addressKey(id), versionstamp: null })
-          .set(addressKey(id), record).set(ownerKey(w.owner, id), address);
+        setAddress(op.check({ key: addressKey(id), versionstamp: null }), record);
         if (w.key !== undefined) {
           const key = idempotencyKey(w.owner, w.key);
-          const kept: IdempotencyRecord = { v: RECORD_VERSION, address, expiresAt };
+          const kept: IdempotencyRecord = { v: RECORD_VERSION, address, etag, expiresAt };
           op.check(w.replacing ?? { key, versionstamp: null })
             .set(key, kept, { expireIn: IDEMPOTENCY_TTL_MS });
         }
-        return address;
+        return { address, etag };
       });
       const result = await withKvRetry(() => op.commit());
       if (result.ok) {
         blocks.drop(ids);
-        addresses.forEach((address, i) =>
-          batch[i]!.resolve({ address, versionstamp: result.versionstamp, replayed: false })
-        );
+        stored.forEach((s, i) => batch[i]!.resolve({ ...s, replayed: false }));
         return;
       }
       await guard.afterConflict();

@@ -13,7 +13,7 @@ import { withKvRetry } from "../kv/retry.ts";
 /** A created address; `replayed` when an Idempotency-Key answered with an earlier creation. */
 export interface Created {
   address: Address;
-  versionstamp: string;
+  etag: string;
   replayed: boolean;
 }
 
@@ -62,7 +62,7 @@ export async function settleStoredKeys(kv: Deno.Kv, batch: Waiter[]): Promise<Wa
     if (sameAddress(entry.value.address, w.input)) {
       w.resolve({
         address: entry.value.address,
-        versionstamp: entry.value.versionstamp ?? entry.versionstamp,
+        etag: entry.value.etag,
         replayed: true,
       });
     } else w.reject(keyReused());
@@ -128,11 +128,7 @@ export async function orphanKeyOf(
     return false;
   }
   // Kept without expiry: only a sweep may delete it, giving the unit back.
-  const orphan: IdempotencyRecord = {
-    ...kept,
-    orphan: true,
-    versionstamp: kept.versionstamp ?? keyed.versionstamp,
-  };
+  const orphan: IdempotencyRecord = { ...kept, orphan: true };
   op.set(keyed.key, orphan);
   return true;
 }

@@ -1,6 +1,12 @@
 import { ADDRESS_PREFIX, readRecord } from "../addresses/keys.ts";
 import { readCounter } from "../addresses/id_counter.ts";
-import { addressLine, BACKUP_FORMAT, BACKUP_VERSION, headerLine } from "./format.ts";
+import {
+  addressLine,
+  addressRuleProblem,
+  BACKUP_FORMAT,
+  BACKUP_VERSION,
+  headerLine,
+} from "./format.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { CURRENT_LAYOUT, newerLayout, readLayout } from "../layout/layout.ts";
 
@@ -11,6 +17,11 @@ const PAGE = 1000;
 interface ExportSummary {
   addresses: number;
   counter: number;
+  /**
+   * Addresses stored under older, looser rules that today's API refuses (the import refuses
+   * their lines), and the first few of their ids.
+   */
+  offRules: { count: number; ids: number[] };
 }
 
 /**
@@ -38,19 +49,25 @@ export async function exportKv(
   } as const;
   await write(headerLine(header) + "\n");
   let addresses = 0;
+  const offRules = { count: 0, ids: [] as number[] };
   let cursor: string | undefined;
   for (;;) {
     const lines: string[] = [];
     let next: string | undefined;
+    const off: number[] = [];
     await withKvRetry(async () => {
       lines.length = 0;
+      off.length = 0;
       const iter = kv.list({ prefix: ADDRESS_PREFIX }, { limit: PAGE, cursor });
       for await (const e of iter) {
         const { owner, address } = readRecord(e);
         lines.push(addressLine(owner, address));
+        if (addressRuleProblem(address) !== undefined) off.push(address.id);
       }
       next = lines.length === PAGE ? iter.cursor : undefined;
     });
+    offRules.count += off.length;
+    offRules.ids.push(...off.slice(0, 5 - offRules.ids.length));
     if (lines.length > 0) await write(lines.join("\n") + "\n");
     addresses += lines.length;
     onProgress(addresses);
@@ -62,5 +79,5 @@ export async function exportKv(
     JSON.stringify({ kind: "counters", addressId: last }) + "\n" +
       JSON.stringify({ kind: "end", addresses }) + "\n",
   );
-  return { addresses, counter: last };
+  return { addresses, counter: last, offRules };
 }

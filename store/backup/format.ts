@@ -1,5 +1,14 @@
 import { z } from "zod";
-import { type Address, addressAt, storedFieldsShape } from "../../lib/address.ts";
+import {
+  type Address,
+  ADDRESS_FIELD_NAMES,
+  ADDRESS_FIELDS,
+  addressAt,
+  type AddressField,
+  addressInputOf,
+  AddressInputSchema,
+  storedFieldsShape,
+} from "../../lib/address.ts";
 import { MAX_ID } from "../addresses/keys.ts";
 
 /**
@@ -51,19 +60,17 @@ const HeaderSchema = z.object({
   exportedAt: z.string().max(100).optional(),
 });
 
-// A backup keeps what was stored, which may predate today's input rules: the shape is checked,
-// and lengths only as far as one KV value allows. An address member this version does not know
-// refuses the line: the file comes from a version with another field, which importing it here
-// would silently drop (docs/storage.md, "Changing an address's fields").
-const text = z.string().max(2000);
-
+// The shape first (every field a string, an optional one a string or absent), then each field by
+// the API's rules (addressRuleProblem). An address member this version does not know refuses the
+// line: the file comes from a version with another field, which importing it here would silently
+// drop (docs/storage.md, "Changing an address's fields").
 const LineSchema = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("address"),
     owner: z.string().max(512).refine((s) => s.isWellFormed(), "must be well-formed Unicode"),
     address: z.strictObject({
       id: z.number().int().positive().max(MAX_ID),
-      ...storedFieldsShape(text),
+      ...storedFieldsShape(z.string()),
     }),
   }),
   z.object({ kind: z.literal("counters"), addressId: z.number().int().min(0).max(MAX_ID) }),
@@ -114,10 +121,49 @@ export function parseHeader(text: string): BackupHeader {
   };
 }
 
-/** Parses a body line. */
+/**
+ * Why an address is not one the API would store (undefined: it is). Each field is checked by the
+ * API's own schema (lib/address.ts: trimmed, not empty, its length, its pattern; an optional field
+ * absent, never ""), and must be as the API stores it: trimming leaves it unchanged. So an import
+ * writes only what a create could have stored, and serves nothing the API would refuse.
+ */
+export function addressRuleProblem(address: Address): string | undefined {
+  const fields = addressInputOf(address) as Record<string, string | undefined>;
+  const parsed = AddressInputSchema.safeParse(fields);
+  const problems: string[] = [];
+  if (!parsed.success) {
+    const named = new Set<string>();
+    for (const issue of parsed.error.issues) {
+      const name = String(issue.path[0]);
+      if (named.has(name)) continue;
+      named.add(name);
+      const field = (ADDRESS_FIELDS as Record<string, AddressField>)[name];
+      problems.push(
+        field?.optional && fields[name]?.trim() === ""
+          ? `address.${name} is ${JSON.stringify(fields[name])}: an optional field is left out ` +
+            "when absent, never stored empty"
+          : `address.${name}: ${issue.message} (the API's rule)`,
+      );
+    }
+  } else {
+    const stored = parsed.data as Record<string, string | undefined>;
+    for (const name of ADDRESS_FIELD_NAMES) {
+      if (stored[name] !== fields[name]) {
+        problems.push(`address.${name} has white space at an end: the API stores it trimmed`);
+      }
+    }
+  }
+  return problems.length === 0 ? undefined : problems.join("; ");
+}
+
+/** Parses a body line; an address must also pass the API's rules (addressRuleProblem). */
 export function parseLine(text: string, line: number): BackupLine {
   const parsed = LineSchema.safeParse(parseJson(text, line));
   if (!parsed.success) throw new BackupLineError(line, issueText(parsed.error));
+  if (parsed.data.kind === "address") {
+    const problem = addressRuleProblem(parsed.data.address);
+    if (problem !== undefined) throw new BackupLineError(line, problem);
+  }
   return parsed.data;
 }
 

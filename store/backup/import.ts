@@ -6,7 +6,9 @@ import {
   ownerKey,
   readRecord,
   RECORD_VERSION,
+  setAddress,
 } from "../addresses/keys.ts";
+import { newVersionEtag } from "../../lib/http/etag.ts";
 import { raiseCounter } from "../addresses/id_counter.ts";
 import { atomicBudget, type Cost, keySize, valueSize } from "../kv/atomic_budget.ts";
 import {
@@ -165,7 +167,7 @@ function costOf(p: Pending, newOwner: boolean): Cost {
     mutations: 2 + (newOwner ? 1 : 0),
     keyBytes: keySize(addressKey(address.id)) + keySize(ownerKey(owner, address.id)) +
       (newOwner ? keySize(countKey(owner)) : 0),
-    valueBytes: 2 * valueSize({ v: RECORD_VERSION, owner, address }),
+    valueBytes: 2 * valueSize({ v: RECORD_VERSION, owner, address, etag: newVersionEtag() }),
   };
 }
 
@@ -201,9 +203,9 @@ async function writeBatch(
         }
         return;
       }
-      const record: AddressRecord = { v: RECORD_VERSION, owner, address };
-      op.check({ key: entry.key, versionstamp: null }).set(entry.key, record)
-        .set(ownerKey(owner, address.id), address);
+      // A backup carries no ETags: an imported address is a new version of it.
+      const record: AddressRecord = { v: RECORD_VERSION, owner, address, etag: newVersionEtag() };
+      setAddress(op.check({ key: entry.key, versionstamp: null }), record);
       counts.set(owner, (counts.get(owner) ?? 0) + 1);
       written++;
     });

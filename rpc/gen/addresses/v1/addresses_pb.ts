@@ -57,7 +57,7 @@ export type Address = Message<"addresses.v1.Address"> & {
 
   /**
    * The strong entity tag of this version, quoted: the same string as REST's ETag header
-   * (AIP-154). Output only.
+   * (AIP-154), opaque and this version's alone. Output only.
    *
    * @generated from field: string etag = 5;
    */
@@ -130,8 +130,10 @@ export type ListAddressesRequest = Message<"addresses.v1.ListAddressesRequest"> 
   pageSize: number;
 
   /**
-   * A next_page_token of an earlier answer; empty: the first page. Anything else is
-   * INVALID_ARGUMENT `invalid-parameter`.
+   * A next_page_token of an earlier answer to the same caller (or REST's cursor, GraphQL's
+   * cursor: one listing), opaque; page_size may change between pages. Empty: the first page.
+   * Anything else (another caller's, an edited one, another server's) is INVALID_ARGUMENT
+   * `invalid-parameter`.
    *
    * @generated from field: string page_token = 2;
    */
