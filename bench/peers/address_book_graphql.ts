@@ -14,7 +14,7 @@ import {
   type ValueNode,
 } from "graphql";
 import { type AddressBook, NotFound, type Page, type Stored } from "./address_book_kv.ts";
-import { afterCursor, cursorAfter, etagOf } from "./address_book_text.ts";
+import type { Cursors } from "./address_book_text.ts";
 
 const DEFAULT_PAGE = 50;
 
@@ -82,34 +82,36 @@ function valueOf(node: ValueNode, variables: Record<string, unknown>): unknown {
 /** What a selection is walked over: an address, a page, one of its edges, its page info. */
 type Source =
   | { kind: "address"; stored: Stored }
-  | { kind: "page"; page: Page }
-  | { kind: "edge"; stored: Stored }
-  | { kind: "pageInfo"; page: Page };
+  | { kind: "page"; page: Page; cursors: Cursors }
+  | { kind: "edge"; stored: Stored; cursors: Cursors }
+  | { kind: "pageInfo"; page: Page; cursors: Cursors };
 
 function fieldOf(source: Source, name: string): unknown {
   switch (source.kind) {
     case "address": {
-      const { address, versionstamp } = source.stored;
+      const { address, etag } = source.stored;
       if (name === "id") return String(address.id);
-      if (name === "etag") return etagOf(versionstamp);
+      if (name === "etag") return etag;
       if (name === "__typename") return "Address";
       // A mutation's payload type that carries the address as `address` (Relay's convention).
       if (name === "address") return source;
       // An optional field the address lacks is null, as in this server's schema.
       return address[name] ?? null;
     }
-    case "page":
-      if (name === "edges") return source.page.items.map((stored) => ({ kind: "edge", stored }));
-      if (name === "pageInfo") return { kind: "pageInfo", page: source.page };
+    case "page": {
+      const { page, cursors } = source;
+      if (name === "edges") return page.items.map((stored) => ({ kind: "edge", stored, cursors }));
+      if (name === "pageInfo") return { kind: "pageInfo", page, cursors };
       break;
+    }
     case "edge":
-      if (name === "cursor") return cursorAfter(source.stored.address.id);
+      if (name === "cursor") return source.cursors.after(source.stored.address.id);
       if (name === "node") return { kind: "address", stored: source.stored };
       break;
     case "pageInfo": {
       const last = source.page.items.at(-1);
       if (name === "hasNextPage") return source.page.next !== null;
-      if (name === "endCursor") return last ? cursorAfter(last.address.id) : null;
+      if (name === "endCursor") return last ? source.cursors.after(last.address.id) : null;
       break;
     }
   }
@@ -151,7 +153,8 @@ async function rootValue(
     }
     case "addresses": {
       const first = typeof args.first === "number" ? args.first : DEFAULT_PAGE;
-      return { kind: "page", page: await book.page(first, afterCursor(args.after as string)) };
+      const page = await book.page(first, book.cursors.position(args.after as string));
+      return { kind: "page", page, cursors: book.cursors };
     }
     case "createAddress":
       return address(await book.create(args.input as Record<string, unknown>));

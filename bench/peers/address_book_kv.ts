@@ -16,8 +16,12 @@
 // - delete: `getMany` of the record and the owner's count, then the layout and record checked,
 //   record and index deleted and the count summed down (checked and deleted at 0).
 //
-// The keys are the layout of store/addresses/keys.ts, written out here rather than imported: the
-// peers share the data, not the code. The owner is "" (authentication off).
+// The keys and values are layout 4 of store/addresses/keys.ts, written out here rather than
+// imported: the peers share the data, not the code. A record is `{v, owner, address, etag}`, an
+// owner-index entry `{etag, address}`, and every write of a version makes a new random ETag
+// (address_book_text.ts), stored in both. The owner is "" (authentication off).
+
+import { newEtag, openCursors } from "./address_book_text.ts";
 
 const OWNER = "";
 const RECORDS = "addresses";
@@ -25,7 +29,7 @@ const INDEX = ["owner_addresses", OWNER] as const;
 const COUNT = ["owner_counts", OWNER];
 const COUNTER = ["counters", "addresses"];
 const LAYOUT = ["meta", "layout"];
-const RECORD_VERSION = 2;
+const RECORD_VERSION = 4;
 const MAX_BATCH = 200;
 const BLOCK = 1024;
 
@@ -33,9 +37,9 @@ const BLOCK = 1024;
 export type Address = { id: number } & Record<string, string | number>;
 export interface Stored {
   address: Address;
-  versionstamp: string;
+  etag: string;
 }
-/** A page: its addresses (with versionstamps) and the id after which the next one starts. */
+/** A page: its addresses (with ETags) and the id after which the next one starts. */
 export interface Page {
   items: Stored[];
   next: number | null;
@@ -43,6 +47,11 @@ export interface Page {
 interface Record_ {
   v?: number;
   owner: string;
+  address: Address;
+  etag: string;
+}
+interface IndexEntry {
+  etag: string;
   address: Address;
 }
 type Fields = Record<string, unknown>;
@@ -67,8 +76,11 @@ function same(a: Fields, b: Fields): boolean {
 
 /** Opens the address book on `kv`; `v1Kept`: the fields a version 1 replace keeps. */
 export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
-  const layout = await kv.get(LAYOUT);
-  if (layout.value === null) throw new Error("the KV has no layout key: seed it first");
+  const layout = await kv.get<{ version: number }>(LAYOUT);
+  if (layout.value?.version !== RECORD_VERSION) {
+    throw new Error(`the KV is not of layout ${RECORD_VERSION}: seed it with this checkout`);
+  }
+  const cursors = await openCursors(kv, OWNER);
   const check = (op: Deno.AtomicOperation) => op.check(layout);
   const key = (id: number) => [RECORDS, id];
   const indexKey = (id: number) => [...INDEX, id];
@@ -104,17 +116,16 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
         const op = check(kv.atomic()).sum(COUNT, BigInt(batch.length));
         const addresses = taken.map((id, i) => {
           const address = { id, ...batch[i]!.input } as Address;
+          const etag = newEtag();
           op.check({ key: key(id), versionstamp: null })
-            .set(key(id), { v: RECORD_VERSION, owner: OWNER, address })
-            .set(indexKey(id), address);
-          return address;
+            .set(key(id), { v: RECORD_VERSION, owner: OWNER, address, etag })
+            .set(indexKey(id), { etag, address });
+          return { address, etag };
         });
         const result = await op.commit();
         if (!result.ok) throw new Error("the create batch conflicted");
         ids = ids.slice(batch.length);
-        addresses.forEach((a, i) =>
-          batch[i]!.resolve({ address: a, versionstamp: result.versionstamp })
-        );
+        addresses.forEach((stored, i) => batch[i]!.resolve(stored));
       } catch (error) {
         for (const w of batch) w.reject(error);
       }
@@ -123,11 +134,12 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
   }
 
   async function write(entry: Deno.KvEntry<Record_>, address: Address): Promise<Stored> {
+    const etag = newEtag();
     const result = await check(kv.atomic()).check(entry)
-      .set(entry.key, { ...entry.value, v: RECORD_VERSION, address })
-      .set(indexKey(address.id), address).commit();
+      .set(entry.key, { ...entry.value, v: RECORD_VERSION, address, etag })
+      .set(indexKey(address.id), { etag, address }).commit();
     if (!result.ok) throw new Error(`address ${address.id} changed meanwhile`);
-    return { address, versionstamp: result.versionstamp };
+    return { address, etag };
   }
 
   function mine(entry: Deno.KvEntryMaybe<Record_>): entry is Deno.KvEntry<Record_> {
@@ -135,19 +147,19 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
   }
 
   return {
+    /** The page tokens of the owner's listing. */
+    cursors,
     async get(id: number): Promise<Stored | undefined> {
       const entry = await kv.get<Record_>(key(id));
-      return mine(entry)
-        ? { address: entry.value.address, versionstamp: entry.versionstamp }
-        : undefined;
+      return mine(entry) ? { address: entry.value.address, etag: entry.value.etag } : undefined;
     },
     async page(limit: number, after: number): Promise<Page> {
       const selector = after > 0
         ? { prefix: INDEX, start: indexKey(after + 1) }
         : { prefix: INDEX };
       const items: Stored[] = [];
-      for await (const e of kv.list<Address>(selector, { limit: limit + 1 })) {
-        items.push({ address: e.value, versionstamp: e.versionstamp });
+      for await (const e of kv.list<IndexEntry>(selector, { limit: limit + 1 })) {
+        items.push({ address: e.value.address, etag: e.value.etag });
       }
       const more = items.length > limit;
       if (more) items.length = limit;
@@ -188,7 +200,7 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
         const value = name in patch && name !== "id" ? patch[name] : (current as Fields)[name];
         if (value !== undefined && value !== null) out[name] = value;
       }
-      if (same(out, current)) return { address: current, versionstamp: entry.versionstamp };
+      if (same(out, current)) return { address: current, etag: entry.value.etag };
       return await write(entry, out as Address);
     },
     async remove(id: number): Promise<void> {

@@ -16,7 +16,6 @@ import {
   UpdateAddressRequestSchema,
 } from "../../rpc/gen/addresses/v1/addresses_pb.ts";
 import { type AddressBook, NotFound, type Stored } from "./address_book_kv.ts";
-import { afterCursor, cursorAfter, etagOf } from "./address_book_text.ts";
 
 /** The address fields of the message (every field but the id and the etag). */
 const FIELDS = AddressSchema.fields.filter((f) => f.localName !== "id" && f.localName !== "etag")
@@ -30,8 +29,8 @@ export class RpcStatus extends Error {
   }
 }
 
-function message({ address, versionstamp }: Stored): AddressMessage {
-  const init: Record<string, unknown> = { id: BigInt(address.id), etag: etagOf(versionstamp) };
+function message({ address, etag }: Stored): AddressMessage {
+  const init: Record<string, unknown> = { id: BigInt(address.id), etag };
   for (const name of FIELDS) if (address[name] !== undefined) init[name] = address[name];
   return create(AddressSchema, init);
 }
@@ -61,12 +60,15 @@ export async function addressCall(
       }
       case "ListAddresses": {
         const r = fromBinary(ListAddressesRequestSchema, request);
-        const page = await book.page(r.pageSize || DEFAULT_PAGE, afterCursor(r.pageToken));
+        const page = await book.page(
+          r.pageSize || DEFAULT_PAGE,
+          book.cursors.position(r.pageToken),
+        );
         return toBinary(
           ListAddressesResponseSchema,
           create(ListAddressesResponseSchema, {
             addresses: page.items.map(message),
-            nextPageToken: page.next === null ? "" : cursorAfter(page.next),
+            nextPageToken: page.next === null ? "" : book.cursors.after(page.next),
           }),
         );
       }

@@ -10,7 +10,6 @@
 import { type AddressBook, NotFound, openAddressBook, type Stored } from "./address_book_kv.ts";
 import { addressCall, RpcStatus } from "./address_book_rpc.ts";
 import { graphqlAnswer } from "./address_book_graphql.ts";
-import { afterCursor, cursorAfter, etagOf } from "./address_book_text.ts";
 
 const SERVICE = "/addresses.v1.AddressService/";
 const encoder = new TextEncoder();
@@ -33,7 +32,7 @@ const withRequestId = headers.dynamic.includes("x-request-id");
 function answer(body: BodyInit | null, status: number, stored?: Stored): Response {
   const h: Record<string, string> = { ...headers.static };
   if (withRequestId) h["x-request-id"] = crypto.randomUUID();
-  if (stored && withEtag) h.etag = etagOf(stored.versionstamp);
+  if (stored && withEtag) h.etag = stored.etag;
   if (stored && withLocation && status === 201) h.location = `/addresses/${stored.address.id}`;
   return new Response(body, { status, headers: h });
 }
@@ -49,10 +48,10 @@ async function rest(request: Request, path: string, query: string): Promise<Resp
     const params = new URLSearchParams(query);
     const page = await book.page(
       Number(params.get("limit") ?? 50),
-      afterCursor(params.get("cursor")),
+      book.cursors.position(params.get("cursor")),
     );
     const addresses = page.items.map((s) => s.address);
-    const nextCursor = page.next === null ? null : cursorAfter(page.next);
+    const nextCursor = page.next === null ? null : book.cursors.after(page.next);
     return answer(JSON.stringify({ addresses, nextCursor }), 200);
   }
   const id = Number(/^\/addresses\/([1-9][0-9]{0,15})$/.exec(path)?.[1]);
