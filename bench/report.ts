@@ -87,6 +87,7 @@ function ratioCell(w: WorkloadResult, name: string, ratio: number | undefined): 
     (t.measure === undefined || t.measure === "rps") && t.against === name
   );
   const text = `${ratio.toFixed(2)}×`;
+  if (target?.checksFailed) return "- (failed checks)";
   if (!target || !("min" in target)) return text;
   return `${text} (target ≥ ${target.min}: ${target.met ? "met" : "MISSED"})`;
 }
@@ -114,12 +115,17 @@ export function workloadTable(w: WorkloadResult): string {
   );
   for (const c of w.contenders) {
     const label = c.role === "ceiling" ? `${c.name} (ceiling)` : c.name;
+    // A contender that failed a check has no speed to report: what it answered was not right.
+    const failed = c.failures > 0;
+    const speed = (text: string) => (failed ? "failed" : text);
     lines.push(
-      `| ${label} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${rssCell(c)} | ${
-        us(c.cpuUsPerRequest)
-      } |${wire ? ` ${wireCell(c)} |` : ""} ${ratioCell(w, c.name, c.ratio)} | ${
-        c.cpuRatio === undefined ? "" : `${c.cpuRatio.toFixed(2)}×`
-      } | ${c.failures}${c.failures > 0 ? ` (${c.firstFailure})` : ""} |`,
+      `| ${label} | ${speed(fmt(c.rps))} | ${speed(ms(c.p50Ms))} | ${speed(ms(c.p99Ms))} | ${
+        rssCell(c)
+      } | ${speed(us(c.cpuUsPerRequest))} |${wire ? ` ${wireCell(c)} |` : ""} ${
+        failed ? "" : ratioCell(w, c.name, c.ratio)
+      } | ${failed || c.cpuRatio === undefined ? "" : `${c.cpuRatio.toFixed(2)}×`} | ${c.failures}${
+        failed ? ` (${c.firstFailure})` : ""
+      } |`,
     );
   }
   if (w.showNotes) {
@@ -152,7 +158,8 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
       continue;
     }
     for (const t of w.targets) {
-      summary.push(`| ${w.title} | ${targetRow(t)} | ${t.met ? "met" : "MISSED"} |`);
+      const outcome = t.checksFailed ? "FAILED checks" : t.met ? "met" : "MISSED";
+      summary.push(`| ${w.title} | ${targetRow(t)} | ${outcome} |`);
     }
     // A peer against the ceiling, for information (e.g. graphql-yoga ÷ raw Deno.serve).
     const ceiling = w.contenders.find((c) => c.role === "ceiling");
@@ -180,14 +187,18 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
 /** The middle cells of a target's summary row: what is compared, the measure, the target. */
 function targetRow(t: WorkloadResult["targets"][number]): string {
   const value = (unit: string) =>
-    t.ratio === undefined ? "-" : `${t.ratio.toFixed(unit === " MiB" ? 0 : 2)}${unit}`;
+    t.ratio === undefined || t.checksFailed
+      ? "-"
+      : `${t.ratio.toFixed(unit === " MiB" ? 0 : 2)}${unit}`;
   switch (t.measure) {
     case "memory":
       return t.against === undefined
         ? `(peak memory of ours, MiB) | ${value(" MiB")} | ≤ ${t.max} MiB`
         : `${t.against} (peak memory: ours ÷ it) | ${value("×")} | ≤ ${t.max}×`;
     case "misses":
-      return `(${t.what}) | ${t.ratio === undefined ? "-" : fmt(t.ratio)} | ≤ ${fmt(t.max)}`;
+      return `(${t.what}) | ${t.ratio === undefined || t.checksFailed ? "-" : fmt(t.ratio)} | ≤ ${
+        fmt(t.max)
+      }`;
     case "p99":
       return `${t.against} (p99 latency: ours ÷ it) | ${value("×")} | ≤ ${t.max}×`;
     default:
