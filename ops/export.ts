@@ -45,7 +45,8 @@ async function main(): Promise<void> {
     await writer.close();
     if (partial !== undefined) await Deno.rename(partial, out!);
     console.error(
-      `export: ${summary.addresses} addresses, id counter ${summary.counter}, from ${label} to ` +
+      `export: ${summary.addresses} addresses, ${summary.idempotency} idempotency keys, id ` +
+        `counter ${summary.counter}, from ${label} to ` +
         `${out ?? "stdout"} in ${secondsSince(started)} s`,
     );
     const { count, ids } = summary.offRules;

@@ -147,7 +147,9 @@ export async function answerUnary(
     responseTrailer.set("grpc-status", "0");
     if (compression) responseHeader.set("grpc-encoding", compression.name);
   }
-  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  // Whole milliseconds, as Connect's handler context keeps it (a Date): a deadline under 1 ms
+  // (`grpc-timeout: 1n`) has passed when the call starts, on either path.
+  const deadline = timeoutMs === undefined ? undefined : Math.trunc(Date.now() + timeoutMs);
   const context: HandlerContext = {
     method: method.spec.method,
     service: method.spec.method.parent,

@@ -19,7 +19,7 @@ import { newVersionEtag } from "../../lib/http/etag.ts";
 import type { PageTokens } from "./page_tokens.ts";
 import { atomicBudget, type Cost } from "../kv/atomic_budget.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts";
-import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
+import { type Created, settleStoredKeys, type Waiter, type WriteOptions } from "./idempotency.ts";
 import { idBlocks } from "./id_blocks.ts";
 import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
 import {
@@ -160,6 +160,11 @@ export function createIdAllocator(
         if (batch.length === 0) return;
       }
       const ids = await blocks.next(batch.length);
+      // The last await before the commit: a creation no longer wanted (its caller's deadline
+      // passed) is answered with that and takes no id; the others keep the lowest ones.
+      batch = stillWanted(batch);
+      if (batch.length === 0) return;
+      const used = ids.slice(0, batch.length);
       const op = guard.check(kv.atomic());
       const after = new Map<string, number>();
       for (const w of batch) after.set(w.owner, (after.get(w.owner) ?? 0) + delta(w));
@@ -172,7 +177,7 @@ export function createIdAllocator(
         }
       }
       const expiresAt = Date.now() + IDEMPOTENCY_TTL_MS;
-      const stored = ids.map((id, i) => {
+      const stored = used.map((id, i) => {
         const w = batch[i]!;
         const address = addressAt(id, w.input);
         const etag = newVersionEtag();
@@ -189,13 +194,13 @@ export function createIdAllocator(
       });
       const result = await withKvRetry(() => op.commit());
       if (result.ok) {
-        blocks.drop(ids);
+        blocks.drop(used);
         stored.forEach((s, i) => batch[i]!.resolve({ ...s, replayed: false }));
         return;
       }
       await guard.afterConflict();
       // A key or a count changed meanwhile, or an id is held: those ids are not ours to use.
-      blocks.drop(await heldAmong(kv, ids));
+      blocks.drop(await heldAmong(kv, used));
       if (conflicts + 1 >= maxConflicts) {
         throw new AppError("service-unavailable", "The create batch stayed contended.", {
           retryAfter: 1,
@@ -203,6 +208,20 @@ export function createIdAllocator(
       }
       await sleep(backoffDelay(Math.min(conflicts, 6), DEFAULT_RETRY));
     }
+  }
+
+  /** The creations still wanted; the others are rejected with the reason `wanted` gave. */
+  function stillWanted(batch: Waiter[]): Waiter[] {
+    if (batch.every((w) => w.wanted === undefined)) return batch;
+    return batch.filter((w) => {
+      try {
+        w.wanted?.();
+        return true;
+      } catch (reason) {
+        w.reject(reason);
+        return false;
+      }
+    });
   }
 
   /** Takes the next batch off the queue within KV's limits for one atomic operation. */
@@ -237,12 +256,18 @@ export function createIdAllocator(
   }
 
   /** Queues one creation; resolves once it is committed (or its key replayed). */
-  function allocate(owner: string, input: AddressInput, key?: string): Promise<Created> {
+  function allocate(
+    owner: string,
+    input: AddressInput,
+    key?: string,
+    options: WriteOptions = {},
+  ): Promise<Created> {
     return new Promise((resolve, reject) => {
       queue.push({
         owner,
         input: addressInputOf(input),
         key,
+        wanted: options.wanted,
         replacing: undefined,
         resolve,
         reject,

@@ -157,6 +157,9 @@ export function idempotencyKey(owner: string, key: string): Deno.KvKey {
   return ["idempotency", owner, key];
 }
 
+/** Prefix of every Idempotency-Key record. */
+export const IDEMPOTENCY_PREFIX: Deno.KvKey = ["idempotency"];
+
 /** Prefix of one owner's Idempotency-Keys. */
 export function idempotencyPrefix(owner: string): Deno.KvKey {
   return ["idempotency", owner];

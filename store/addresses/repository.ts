@@ -8,7 +8,12 @@ import {
   sameAddress,
 } from "../../lib/address.ts";
 import { type AddressStoreOptions, createIdAllocator } from "./create_batch.ts";
-import { type Created, deduplicateInFlight, orphanKeyOf } from "./idempotency.ts";
+import {
+  type Created,
+  deduplicateInFlight,
+  orphanKeyOf,
+  type WriteOptions,
+} from "./idempotency.ts";
 import { counterOf, moveCounter } from "./id_counter.ts";
 import {
   addressKey,
@@ -36,7 +41,7 @@ import {
 import { eraseOwner, ownerAddresses } from "./owner_data.ts";
 import { ownerPages } from "./owner_pages.ts";
 
-export type { AddressStoreOptions, Precondition };
+export type { AddressStoreOptions, Precondition, WriteOptions };
 
 /** An address together with the ETag of its stored version (keys.ts `AddressRecord.etag`). */
 export interface StoredAddress {
@@ -56,10 +61,17 @@ export interface AddressPage {
  * A write given a precondition (lib/http/etag.ts) is 412 `precondition-failed` unless it holds
  * on the caller's address at that id as the write's atomic operation finds it (its ETag, or none
  * when the caller has no address there): no other write can come between the check and the write.
+ * A write given `WriteOptions.wanted` asks it right before each commit and, when it throws,
+ * commits nothing and rejects with its error (a caller whose deadline passed).
  */
 export interface AddressStore {
   /** Creates with a new id; with an Idempotency-Key, a repeat replays the first creation. */
-  create(owner: string, input: AddressInput, idempotencyKey?: string): Promise<Created>;
+  create(
+    owner: string,
+    input: AddressInput,
+    idempotencyKey?: string,
+    options?: WriteOptions,
+  ): Promise<Created>;
   get(owner: string, id: number): Promise<StoredAddress | undefined>;
   /**
    * Version 1 PUT: the owner's existing address gets the body's fields except those it keeps
@@ -70,6 +82,7 @@ export interface AddressStore {
     id: number,
     input: AddressInput,
     expected?: Precondition,
+    options?: WriteOptions,
   ): Promise<StoredAddress & { created: boolean }>;
   /**
    * Version 2 PUT (RFC 9110): an absent id is created at that id, the owner's existing address
@@ -87,8 +100,14 @@ export interface AddressStore {
     id: number,
     change: (current: Address) => AddressInput,
     expected?: Precondition,
+    options?: WriteOptions,
   ): Promise<StoredAddress>;
-  delete(owner: string, id: number, expected?: Precondition): Promise<void>;
+  delete(
+    owner: string,
+    id: number,
+    expected?: Precondition,
+    options?: WriteOptions,
+  ): Promise<void>;
   /**
    * A page of the owner's addresses after `cursor` (a page token, page_tokens.ts; one of
    * another owner, another KV or edited is 400 `invalid-parameter`), with the next page's token.
@@ -172,9 +191,11 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   async function replace(
     entry: Deno.KvEntry<AddressRecord>,
     address: Address,
+    options: WriteOptions,
   ): Promise<StoredAddress | null> {
     const etag = newVersionEtag();
     const record: AddressRecord = { ...entry.value, v: RECORD_VERSION, address, etag };
+    options.wanted?.();
     const result = await withKvRetry(() =>
       setAddress(guard.check(kv.atomic()).check(entry), record).commit()
     );
@@ -183,18 +204,24 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     return null;
   }
 
-  async function put(owner: string, id: number, input: AddressInput, expected?: Precondition) {
+  async function put(
+    owner: string,
+    id: number,
+    input: AddressInput,
+    expected?: Precondition,
+    options: WriteOptions = {},
+  ) {
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) {
         checkExpected(expected, undefined, id);
         // Version 1 PUT, rule 2 (docs/http.md): stored as new (also when another owner holds id).
-        const { address, etag } = await create(owner, input);
+        const { address, etag } = await create(owner, input, undefined, options);
         return { address, etag, created: true };
       }
       checkExpected(expected, entry.value.etag, id);
       const updated = replaceV1(entry.value.address, input);
-      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated);
+      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated, options);
       if (stored) return { ...stored, created: false };
       // Changed or deleted between read and write: the precondition is evaluated again on what
       // is there now (without one, the latest state decides again).
@@ -206,6 +233,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     id: number,
     input: AddressInput,
     expected?: Precondition,
+    options: WriteOptions = {},
   ) {
     const address = addressAt(id, input);
     for (;;) {
@@ -214,7 +242,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       );
       if (entry.value !== null && entry.value.owner === owner) {
         checkExpected(expected, entry.value.etag, id);
-        const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
+        const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address, options);
         if (stored) return { ...stored, created: false };
         continue;
       }
@@ -242,6 +270,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         op.check(count);
         setCount(op, owner, countOf(count) + 1);
       } else addToCount(op, owner, 1);
+      options.wanted?.();
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return { address, etag, created: true };
       await guard.afterConflict();
@@ -253,6 +282,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     id: number,
     change: (current: Address) => AddressInput,
     expected?: Precondition,
+    options: WriteOptions = {},
   ): Promise<StoredAddress> {
     for (;;) {
       const entry = await read(id);
@@ -262,7 +292,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       const address = addressAt(id, change(current));
       // Nothing changes: no write, and the ETag stays.
       if (sameAddress(address, current)) return { address: current, etag: entry.value.etag };
-      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
+      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address, options);
       if (stored) return stored;
     }
   }
@@ -271,7 +301,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
    * Deletes the owner's address; its count goes down unless the Idempotency-Key that created it
    * is still kept: that record then becomes an orphan and holds the quota unit until it is swept.
    */
-  async function remove(owner: string, id: number, expected?: Precondition): Promise<void> {
+  async function remove(
+    owner: string,
+    id: number,
+    expected?: Precondition,
+    options: WriteOptions = {},
+  ): Promise<void> {
     for (;;) {
       const [entry, count] = await withKvRetry(() =>
         kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), countKey(owner)])
@@ -289,6 +324,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       // 0 checks it, and deletes the key, so an owner with nothing stored leaves no key behind.
       if (left > 0) addToCount(op, owner, left - countOf(count));
       else setCount(op.check(count), owner, left);
+      options.wanted?.();
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return;
       await guard.afterConflict();

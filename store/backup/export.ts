@@ -1,4 +1,11 @@
-import { ADDRESS_PREFIX, readRecord } from "../addresses/keys.ts";
+import {
+  ADDRESS_PREFIX,
+  IDEMPOTENCY_PREFIX,
+  type IdempotencyRecord,
+  isExpired,
+  readRecord,
+} from "../addresses/keys.ts";
+import { isStoredAddress } from "../../lib/address.ts";
 import { readCounter } from "../addresses/id_counter.ts";
 import {
   addressLine,
@@ -6,6 +13,7 @@ import {
   BACKUP_FORMAT,
   BACKUP_VERSION,
   headerLine,
+  idempotencyLine,
 } from "./format.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { CURRENT_LAYOUT, newerLayout, readLayout } from "../layout/layout.ts";
@@ -16,6 +24,8 @@ const PAGE = 1000;
 /** What an export wrote. */
 interface ExportSummary {
   addresses: number;
+  /** Idempotency-Key records carried (those that still replay). */
+  idempotency: number;
   counter: number;
   /**
    * Addresses stored under older, looser rules that today's API refuses (the import refuses
@@ -60,8 +70,8 @@ export async function exportKv(
       off.length = 0;
       const iter = kv.list({ prefix: ADDRESS_PREFIX }, { limit: PAGE, cursor });
       for await (const e of iter) {
-        const { owner, address } = readRecord(e);
-        lines.push(addressLine(owner, address));
+        const { owner, address, key } = readRecord(e);
+        lines.push(addressLine(owner, address, key));
         if (addressRuleProblem(address) !== undefined) off.push(address.id);
       }
       next = lines.length === PAGE ? iter.cursor : undefined;
@@ -74,10 +84,61 @@ export async function exportKv(
     if (next === undefined) break;
     cursor = next;
   }
+  const idempotency = await exportIdempotency(kv, write);
   const { last } = await readCounter(kv);
   await write(
     JSON.stringify({ kind: "counters", addressId: last }) + "\n" +
-      JSON.stringify({ kind: "end", addresses }) + "\n",
+      JSON.stringify({ kind: "end", addresses, idempotency }) + "\n",
   );
-  return { addresses, counter: last, offRules };
+  return { addresses, idempotency, counter: last, offRules };
+}
+
+/**
+ * Writes the Idempotency-Key records that still replay, with when they stop, page by page; one
+ * expired (KV deletes them only eventually, and a kept orphan waits for its sweep) or of an
+ * older layout without its ETag is left out: it would replay nothing.
+ */
+async function exportIdempotency(
+  kv: Deno.Kv,
+  write: (text: string) => Promise<void>,
+): Promise<number> {
+  let count = 0;
+  let cursor: string | undefined;
+  for (;;) {
+    const lines: string[] = [];
+    let next: string | undefined;
+    let read = 0;
+    await withKvRetry(async () => {
+      lines.length = 0;
+      read = 0;
+      const now = Date.now();
+      const iter = kv.list<IdempotencyRecord>({ prefix: IDEMPOTENCY_PREFIX }, {
+        limit: PAGE,
+        cursor,
+      });
+      for await (const e of iter) {
+        read++;
+        const [, owner, key] = e.key;
+        const r = e.value as Partial<IdempotencyRecord> | null;
+        if (
+          typeof owner !== "string" || typeof key !== "string" || r === null ||
+          typeof r.etag !== "string" || typeof r.expiresAt !== "number" ||
+          !isStoredAddress(r.address, r.address?.id) || isExpired({ expiresAt: r.expiresAt }, now)
+        ) continue;
+        lines.push(idempotencyLine({
+          owner,
+          key,
+          address: r.address!,
+          etag: r.etag,
+          expiresAt: r.expiresAt,
+          orphan: r.orphan,
+        }));
+      }
+      next = read === PAGE ? iter.cursor : undefined;
+    });
+    if (lines.length > 0) await write(lines.join("\n") + "\n");
+    count += lines.length;
+    if (next === undefined) return count;
+    cursor = next;
+  }
 }

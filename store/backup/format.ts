@@ -10,23 +10,33 @@ import {
   storedFieldsShape,
 } from "../../lib/address.ts";
 import { MAX_ID } from "../addresses/keys.ts";
+import { IdempotencyKeySchema } from "../../lib/idempotency_key.ts";
 
 /**
  * The backup file (docs/operations.md): NDJSON, one JSON object per line.
  *
- *   {"format":"books-addresses","version":1,"source":"data/kv.sqlite3","layout":2,"exportedAt":"…"}
- *   {"kind":"address","owner":"alice","address":{"id":1,"name":"…",…}}
+ *   {"format":"books-addresses","version":2,"source":"data/kv.sqlite3","layout":4,"exportedAt":"…"}
+ *   {"kind":"address","owner":"alice","address":{"id":1,"name":"…",…},"key":"k-1"}
+ *   …
+ *   {"kind":"idempotency","owner":"alice","key":"k-1","address":{"id":1,…},"etag":"\"…\"","expiresAt":1767225600000}
  *   …
  *   {"kind":"counters","addressId":1234}
- *   {"kind":"end","addresses":1200}
+ *   {"kind":"end","addresses":1200,"idempotency":17}
  *
  * The end line makes a cut-off file detectable; `counters` is the id counter when the listing
  * ended, so no id handed out before the export (even one deleted since) is handed out again.
+ * Idempotency lines (version 2) are the Idempotency-Key records that still replay, each with
+ * when it stops (ms since the epoch), so a retry after a restore replays instead of creating
+ * again; an address line's `key` names the key that created it.
  */
 export const BACKUP_FORMAT = "books-addresses";
 
-/** The format version this code writes and reads. */
-export const BACKUP_VERSION = 1;
+/**
+ * The format version this code writes; it reads this one and every older one. 2: idempotency
+ * lines, an address line's `key`, the end line's `idempotency` count (a version 1 file has none
+ * of them, and imports as before).
+ */
+export const BACKUP_VERSION = 2;
 
 /** The first line. */
 export interface BackupHeader {
@@ -39,17 +49,32 @@ export interface BackupHeader {
   exportedAt: string;
 }
 
-/** One address with its owner. */
+/** One address with its owner (and the Idempotency-Key that created it, if any). */
 export interface AddressLine {
   kind: "address";
   owner: string;
   address: Address;
+  key?: string | undefined;
+}
+
+/** One Idempotency-Key record that still replays (store/addresses/keys.ts IdempotencyRecord). */
+export interface IdempotencyLine {
+  kind: "idempotency";
+  owner: string;
+  key: string;
+  address: Address;
+  etag: string;
+  /** When it stops replaying, ms since the epoch. */
+  expiresAt: number;
+  /** Its address was deleted: it counts toward the owner's quota until it expires. */
+  orphan?: boolean | undefined;
 }
 
 /** A body line as parsed. */
-type BackupLine = AddressLine | { kind: "counters"; addressId: number } | {
+type BackupLine = AddressLine | IdempotencyLine | { kind: "counters"; addressId: number } | {
   kind: "end";
   addresses: number;
+  idempotency?: number | undefined;
 };
 
 const HeaderSchema = z.object({
@@ -64,17 +89,36 @@ const HeaderSchema = z.object({
 // the API's rules (addressRuleProblem). An address member this version does not know refuses the
 // line: the file comes from a version with another field, which importing it here would silently
 // drop (docs/storage.md, "Changing an address's fields").
+const OwnerSchema = z.string().max(512).refine(
+  (s) => s.isWellFormed(),
+  "must be well-formed Unicode",
+);
+const StoredAddressSchema = z.strictObject({
+  id: z.number().int().positive().max(MAX_ID),
+  ...storedFieldsShape(z.string()),
+});
 const LineSchema = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("address"),
-    owner: z.string().max(512).refine((s) => s.isWellFormed(), "must be well-formed Unicode"),
-    address: z.strictObject({
-      id: z.number().int().positive().max(MAX_ID),
-      ...storedFieldsShape(z.string()),
-    }),
+    owner: OwnerSchema,
+    address: StoredAddressSchema,
+    key: IdempotencyKeySchema.optional(),
+  }),
+  z.object({
+    kind: z.literal("idempotency"),
+    owner: OwnerSchema,
+    key: IdempotencyKeySchema,
+    address: StoredAddressSchema,
+    etag: z.string().regex(/^"[\x21\x23-\x7e]{1,200}"$/, "must be a quoted strong ETag"),
+    expiresAt: z.number().int().positive(),
+    orphan: z.boolean().optional(),
   }),
   z.object({ kind: z.literal("counters"), addressId: z.number().int().min(0).max(MAX_ID) }),
-  z.object({ kind: z.literal("end"), addresses: z.number().int().min(0) }),
+  z.object({
+    kind: z.literal("end"),
+    addresses: z.number().int().min(0),
+    idempotency: z.number().int().min(0).optional(),
+  }),
 ]);
 
 /** A line that is not what the format allows there; the message names the line. */
@@ -160,7 +204,7 @@ export function addressRuleProblem(address: Address): string | undefined {
 export function parseLine(text: string, line: number): BackupLine {
   const parsed = LineSchema.safeParse(parseJson(text, line));
   if (!parsed.success) throw new BackupLineError(line, issueText(parsed.error));
-  if (parsed.data.kind === "address") {
+  if (parsed.data.kind === "address" || parsed.data.kind === "idempotency") {
     const problem = addressRuleProblem(parsed.data.address);
     if (problem !== undefined) throw new BackupLineError(line, problem);
   }
@@ -173,8 +217,27 @@ export function headerLine(header: BackupHeader): string {
 }
 
 /** The text of an address line. */
-export function addressLine(owner: string, address: Address): string {
-  return JSON.stringify({ kind: "address", owner, address: addressAt(address.id, address) });
+export function addressLine(owner: string, address: Address, key?: string): string {
+  return JSON.stringify({
+    kind: "address",
+    owner,
+    address: addressAt(address.id, address),
+    ...(key !== undefined && { key }),
+  });
+}
+
+/** The text of an idempotency line. */
+export function idempotencyLine(line: Omit<IdempotencyLine, "kind">): string {
+  const { owner, key, address, etag, expiresAt, orphan } = line;
+  return JSON.stringify({
+    kind: "idempotency",
+    owner,
+    key,
+    address: addressAt(address.id, address),
+    etag,
+    expiresAt,
+    ...(orphan && { orphan: true }),
+  });
 }
 
 /** Splits a byte stream into lines (without `\n` or `\r\n`), numbered from 1. */

@@ -38,11 +38,16 @@ type Texts = Partial<Record<AddressFieldName, string>>;
 type Id = { own: number } | { raw: bigint };
 /** An etag: none, the address's current one, or text. */
 type Etag = undefined | { current: true } | string;
+/**
+ * Where an update or replace carries its etag over gRPC (AIP-154): the request's `etag`, the
+ * resource's `address.etag`, or both (the same). Each means REST's If-Match.
+ */
+type EtagAt = "request" | "resource" | "both";
 
 type Op =
   | { kind: "create"; input: Input; key: string | undefined }
-  | { kind: "replace"; id: Id; input: Input; etag: Etag }
-  | { kind: "update"; id: Id; input: Input; etag: Etag; mask: boolean }
+  | { kind: "replace"; id: Id; input: Input; etag: Etag; at: EtagAt }
+  | { kind: "update"; id: Id; input: Input; etag: Etag; at: EtagAt; mask: boolean }
   | { kind: "get"; id: Id }
   | { kind: "delete"; id: Id; etag: Etag }
   | { kind: "list"; pageSize: number; pageToken: string | { next: true } };
@@ -81,14 +86,22 @@ const etag: fc.Arbitrary<Etag> = fc.oneof(
   headerSafe(20),
   fc.constant("e".repeat(1001)),
 );
+const etagAt: fc.Arbitrary<EtagAt> = fc.constantFrom("request", "resource", "both");
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({
     kind: fc.constant("create" as const),
     input,
     key: fc.option(fc.oneof(fc.constantFrom("k1", "k2"), headerSafe(260)), { nil: undefined }),
   }),
-  fc.record({ kind: fc.constant("replace" as const), id, input, etag }),
-  fc.record({ kind: fc.constant("update" as const), id, input, etag, mask: fc.boolean() }),
+  fc.record({ kind: fc.constant("replace" as const), id, input, etag, at: etagAt }),
+  fc.record({
+    kind: fc.constant("update" as const),
+    id,
+    input,
+    etag,
+    at: etagAt,
+    mask: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant("get" as const), id }),
   fc.record({ kind: fc.constant("delete" as const), id, etag }),
   fc.record({
@@ -253,7 +266,9 @@ function rpcSide(grpcUrl: string, token: string): Side {
           await client.deleteAddress({ id: target, etag }, options);
           return { code: "ok" };
         }
-        const request = { id: target, address: messageOf(op.input), etag };
+        const address = messageOf(op.input);
+        if (op.at !== "request") address.etag = etag;
+        const request = { id: target, address, etag: op.at === "resource" ? "" : etag };
         return answered(
           op.kind === "replace"
             ? await client.replaceAddress(request, options)

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RECORD_VERSION } from "../../store/addresses/keys.ts";
-import { BackupLineError } from "../../store/backup/format.ts";
+import { BACKUP_VERSION, BackupLineError } from "../../store/backup/format.ts";
 import { importKv, ImportRefused } from "../../store/backup/import.ts";
 import { migrateKv } from "../../store/layout/migrate.ts";
 import { openAddressStore } from "../../store/addresses/repository.ts";
@@ -86,7 +86,7 @@ Deno.test("export while serving, import into a fresh KV: the server lists exactl
         KV_PATH: source,
       });
       assert.equal(exported.code, 0, exported.stderr);
-      assert.match(exported.stderr, /export: 29 addresses, id counter 40/);
+      assert.match(exported.stderr, /export: 29 addresses, \d+ idempotency keys, id counter 40/);
     } finally {
       await server.stop();
     }
@@ -94,7 +94,7 @@ Deno.test("export while serving, import into a fresh KV: the server lists exactl
     const header = JSON.parse(new TextDecoder().decode(file).split("\n")[0]!);
     assert.deepEqual(
       { format: header.format, version: header.version, source: header.source },
-      { format: "books-addresses", version: 1, source },
+      { format: "books-addresses", version: BACKUP_VERSION, source },
     );
     // Through stdin this time.
     const imported = await runTool("import", [], { KV_PATH: target }, file);
@@ -200,8 +200,24 @@ Deno.test("a bad line is reported with its number and nothing of the file is wri
     ["another format", edit(1, '{"format":"csv","version":1}'), /^line 1: not the header/],
     [
       "a newer format version",
-      edit(1, '{"format":"books-addresses","version":2}'),
-      /^line 1: format version 2 is newer/,
+      edit(1, `{"format":"books-addresses","version":${BACKUP_VERSION + 1}}`),
+      new RegExp(`^line 1: format version ${BACKUP_VERSION + 1} is newer`),
+    ],
+    [
+      "an idempotency line before an address",
+      [
+        ...good.slice(0, 5),
+        JSON.stringify({
+          kind: "idempotency",
+          owner: "x",
+          key: "k",
+          address: addressOf(1),
+          etag: '"AAAAAAAAAAAAAAAAAAAAAA"',
+          expiresAt: Date.now() + 60_000,
+        }),
+        ...good.slice(5),
+      ],
+      /^line 7: an address after the idempotency lines/,
     ],
     ["cut off (no end line)", good.slice(0, 25), /^line 25: the file ends here without its end/],
     [
