@@ -317,9 +317,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         .delete(addressKey(id)).delete(ownerKey(owner, id));
       const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
       const left = countOf(count) - (keyHolds ? 0 : 1);
-      // Without a quota the count is summed, unchecked, unless this deletion takes it to 0: then
-      // the key goes (checked), so an owner with nothing stored leaves no key behind.
-      if (!limited && left > 0) addToCount(op, owner, left - countOf(count));
+      // The count is summed, unchecked, with a quota or without: a deletion only lowers it, so it
+      // cannot pass the quota, and a creation that checks the count sees the sum. Checked, every
+      // deletion of the owner in flight would conflict with the others on it and be retried, each
+      // paying for about as many commits as deletions in flight. Only a deletion that takes it to
+      // 0 checks it, and deletes the key, so an owner with nothing stored leaves no key behind.
+      if (left > 0) addToCount(op, owner, left - countOf(count));
       else setCount(op.check(count), owner, left);
       options.wanted?.();
       const result = await withKvRetry(() => op.commit());
