@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { AppError, type ErrorCode } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import { BadRequestSchema, ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.ts";
-import { raisedErrorCode } from "./raised_error_codes.ts";
+import { isUnreadableInput, raisedErrorCode } from "./raised_error_codes.ts";
 
 /**
  * The gRPC status of every application error code. A Record so that a new code cannot be added
@@ -125,20 +125,26 @@ export function toConnectError(error: unknown, context: ErrorContext): ConnectEr
 }
 
 /**
- * `error` as it is when it carries an ErrorInfo; else, with its status and message kept, an
- * ErrorInfo and `error-code` metadata with the catalogue code of what Connect (or a library)
- * refused (./raised_error_codes.ts), so that every error a client sees names its catalogue code.
- * An error read from the wire stays one: the caller that renders it again adds `error-code`.
+ * `error` as it is when it carries an ErrorInfo; else, with its message kept, an ErrorInfo and
+ * `error-code` metadata with the catalogue code of what Connect (or a library) refused
+ * (./raised_error_codes.ts), so that every error a client sees names its catalogue code. Its
+ * status is kept too, but for input Connect could not read, which is INVALID_ARGUMENT, not
+ * INTERNAL. An error read from the wire stays one: whoever renders it again adds `error-code`.
  */
 export function withErrorInfo(error: ConnectError): ConnectError {
-  if (error.findDetails(ErrorInfoSchema).length > 0) return error;
-  const { code, field } = raisedErrorCode(error);
+  const unreadable = isUnreadableInput(error);
+  const known = error.findDetails(ErrorInfoSchema)[0]?.reason;
+  if (!unreadable && known !== undefined) return error;
+  const status = unreadable ? Code.InvalidArgument : error.code;
+  const raised = raisedErrorCode(status, error.rawMessage);
   const metadata = new Headers(error.metadata);
-  metadata.set(ERROR_CODE_TRAILER, code);
-  const catalogued = new AppError(code, error.rawMessage, field === undefined ? {} : { field });
-  const mapped = new ConnectError(error.rawMessage, error.code, metadata, undefined, error.cause);
+  metadata.set(ERROR_CODE_TRAILER, known ?? raised.code);
+  const mapped = new ConnectError(error.rawMessage, status, metadata, undefined, error.cause);
   // Details read from the wire stay as they came (Connect's constructor takes only its own kind).
-  mapped.details = [...error.details, ...errorDetails(catalogued)];
+  mapped.details = known !== undefined ? error.details : [
+    ...error.details,
+    ...errorDetails(new AppError(raised.code, error.rawMessage, { field: raised.field })),
+  ];
   mapped.isWireError = error.isWireError;
   return mapped;
 }

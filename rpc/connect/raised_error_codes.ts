@@ -1,6 +1,20 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
 import type { ErrorCode } from "../../lib/errors.ts";
 
+// Connect-ES's wording for input it cannot read, which it reports as INTERNAL: an undecodable
+// message, a compressed envelope without an encoding or with bytes that do not decompress.
+const UNREADABLE_INPUT =
+  /^(?:parse binary: |received compressed envelope, but do not know how to decompress|decompression failed|invalid envelope)/;
+
+/**
+ * Whether Connect reported input it could not read as INTERNAL: the client's mistake, which is
+ * never INTERNAL or a 500 here (grpc-go answers INTERNAL; the fuzz suite holds us to the stricter
+ * rule, docs/fuzzing.md).
+ */
+export function isUnreadableInput(error: ConnectError): boolean {
+  return error.code === Code.Internal && UNREADABLE_INPUT.test(error.rawMessage);
+}
+
 /** The catalogue code of an error Connect raised itself, and the input it is about. */
 export interface RaisedErrorCode {
   code: ErrorCode;
@@ -38,13 +52,9 @@ const BY_WORDING: readonly [Code, RegExp, RaisedErrorCode][] = [
       code: "invalid-body",
     },
   ],
-  // Binary that is not the message, a compressed envelope that cannot be read; INTERNAL in
-  // Connect, INVALID_ARGUMENT once ./raised_errors.ts has rewritten it.
-  [
-    Code.InvalidArgument,
-    /^(?:parse binary: |received compressed envelope|decompression failed|invalid envelope)/,
-    { code: "invalid-body" },
-  ],
+  // Binary that is not the message, a compressed envelope that cannot be read (INTERNAL in
+  // Connect, INVALID_ARGUMENT once `isUnreadableInput` said so).
+  [Code.InvalidArgument, UNREADABLE_INPUT, { code: "invalid-body" }],
   // A unary call's body with no message, or with two.
   [Code.Unimplemented, /^protocol error: (?:missing|received extra) input message/, {
     code: "invalid-body",
@@ -78,10 +88,13 @@ const BY_STATUS: Readonly<Record<Code, ErrorCode>> = {
   [Code.Unauthenticated]: "unauthorized",
 };
 
-/** The catalogue code of an error that came without one (Connect's own, or a library's). */
-export function raisedErrorCode(error: ConnectError): RaisedErrorCode {
-  for (const [status, wording, mapped] of BY_WORDING) {
-    if (error.code === status && wording.test(error.rawMessage)) return mapped;
+/**
+ * The catalogue code of an error that came without one (Connect's own, or a library's), by its
+ * status and message.
+ */
+export function raisedErrorCode(status: Code, message: string): RaisedErrorCode {
+  for (const [code, wording, mapped] of BY_WORDING) {
+    if (status === code && wording.test(message)) return mapped;
   }
-  return { code: BY_STATUS[error.code] ?? "internal" };
+  return { code: BY_STATUS[status] ?? "internal" };
 }

@@ -16,10 +16,6 @@ import { AppError } from "../../lib/errors.ts";
 import { appConnectError, ERROR_CODE_TRAILER, withErrorInfo } from "./errors.ts";
 import { type HandlerCall, wrapHandlers } from "./wrap_handlers.ts";
 
-// Connect-ES's wording for input it cannot read: an undecodable message, a compressed envelope
-// without an encoding or with bytes that do not decompress.
-const CLIENT_INPUT_FAILURE =
-  /^(?:parse binary: |received compressed envelope, but do not know how to decompress|decompression failed|invalid envelope)/;
 // Connect error bodies are a few hundred bytes; a body larger than this is not one to rewrite.
 const MAX_ERROR_BODY = 64 * 1024;
 const NOT_AN_ERROR = new ConnectError("not a Connect error", Code.Unknown);
@@ -78,20 +74,6 @@ function mapRaisedErrors(handler: UniversalHandler): HandlerCall {
   };
 }
 
-/**
- * `error` as the client should see it: INVALID_ARGUMENT for input Connect could not read, an
- * ErrorInfo when it has none; the same object when nothing changes.
- */
-function mapped(error: ConnectError): ConnectError {
-  let fixed = error;
-  if (error.code === Code.Internal && CLIENT_INPUT_FAILURE.test(error.rawMessage)) {
-    fixed = new ConnectError(error.rawMessage, Code.InvalidArgument, error.metadata);
-    fixed.details = error.details;
-    fixed.isWireError = error.isWireError;
-  }
-  return withErrorInfo(fixed);
-}
-
 /** The catalogue code `withErrorInfo` gave an error. */
 function errorCodeOf(error: ConnectError): string {
   return error.metadata.get(ERROR_CODE_TRAILER) ?? "";
@@ -101,7 +83,7 @@ function fixGrpcTrailer(trailer: Headers): void {
   if (trailer.has(ERROR_CODE_TRAILER)) return;
   const error = findTrailerError(trailer);
   if (error === undefined) return;
-  const fixed = mapped(error);
+  const fixed = withErrorInfo(error);
   if (fixed === error) return;
   setTrailerStatus(trailer, fixed);
   trailer.set(ERROR_CODE_TRAILER, errorCodeOf(fixed));
@@ -139,7 +121,7 @@ async function rewriteConnectError(
   } catch {
     error = undefined;
   }
-  const fixed = error && mapped(error);
+  const fixed = error && withErrorInfo(error);
   if (error !== undefined && fixed !== undefined && fixed !== error) {
     body = errorToJsonBytes(fixed, undefined);
     header.set(ERROR_CODE_TRAILER, errorCodeOf(fixed));
@@ -208,7 +190,7 @@ function fixGrpcWebTrailer(data: Uint8Array): Uint8Array | undefined {
   if (trailer.has(ERROR_CODE_TRAILER)) return undefined;
   const error = findTrailerError(trailer);
   if (error === undefined) return undefined;
-  const fixed = mapped(error);
+  const fixed = withErrorInfo(error);
   if (fixed === error) return undefined;
   setTrailerStatus(trailer, fixed);
   trailer.set(ERROR_CODE_TRAILER, errorCodeOf(fixed));
@@ -223,7 +205,7 @@ function fixEndStream(data: Uint8Array): Uint8Array | undefined {
     return undefined;
   }
   if (end.error === undefined || end.metadata.has(ERROR_CODE_TRAILER)) return undefined;
-  const fixed = mapped(end.error);
+  const fixed = withErrorInfo(end.error);
   if (fixed === end.error) return undefined;
   end.metadata.set(ERROR_CODE_TRAILER, errorCodeOf(fixed));
   return new TextEncoder().encode(JSON.stringify(endStreamToJson(end.metadata, fixed, undefined)));
