@@ -2,16 +2,22 @@
  * Property-based fuzzing of the RPC protocols over real sockets (docs/fuzzing.md): Connect and
  * gRPC-Web on both ports, native gRPC on the gRPC listener. Every answer: no 5xx (but a
  * deadline the client asked for), no INTERNAL or UNKNOWN status, no internals in a message,
- * the error shape of its protocol; the server keeps serving and the catalogue is unchanged.
+ * the error shape of its protocol, and every RPC error (Connect's own refusals too) names its
+ * catalogue code in a google.rpc.ErrorInfo and the `error-code` metadata; the server keeps
+ * serving and the catalogue is unchanged.
  * With authentication on, a call the gate refuses gets exactly that refusal whatever its body
  * (undecodable, compressed, truncated), content type, deadline or port: nothing is decoded first.
  */
 import assert from "node:assert/strict";
 import type http2 from "node:http2";
 import fc from "fast-check";
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { endStreamFromJson, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { BooksService } from "../../rpc/gen/books/v1/books_pb.ts";
+import { ErrorInfoSchema } from "../../rpc/gen/google/rpc/error_details_pb.ts";
+import { ERROR_DEFINITIONS } from "../../lib/errors.ts";
 import {
   assertDetailedErrorBody,
   assertNoInternals,
@@ -84,11 +90,65 @@ function decodeMessage(value: string | null): string {
   }
 }
 
+/**
+ * The RPC error an answer carries, read as clients read it (Connect-ES's own decoders): the gRPC
+ * status fields (headers, trailers, the gRPC-Web trailer frame), Connect's unary JSON error, or
+ * a Connect stream's end message; with the `error-code` metadata that came with it. Undefined
+ * for an answer that is no RPC error (a success, a plain HTTP refusal).
+ */
+function rpcErrorOf(a: Answer): { error: ConnectError; errorCode: string | null } | undefined {
+  const type = (a.headers.get("content-type") ?? "").toLowerCase();
+  if (type.startsWith("application/grpc")) {
+    const fields = new Headers([...a.headers, ...a.trailers]);
+    const web = type.startsWith("application/grpc-web") ? grpcWebTrailer(type, a.body) : undefined;
+    for (const [name, value] of web ?? []) fields.set(name, value);
+    const error = findTrailerError(fields);
+    return error && { error, errorCode: fields.get("error-code") };
+  }
+  if (type.startsWith("application/connect+")) {
+    for (let at = 0; at + 5 <= a.body.length;) {
+      const end = at + 5 + new DataView(a.body.buffer, a.body.byteOffset + at + 1, 4).getUint32(0);
+      if (a.body[at] === 2) {
+        const { metadata, error } = endStreamFromJson(a.body.subarray(at + 5, end));
+        return error && { error, errorCode: metadata.get("error-code") };
+      }
+      at = end;
+    }
+    return undefined;
+  }
+  if (type.startsWith("application/json") && a.status !== 200) {
+    // REST's detailed body (a request in no RPC protocol) has no `code`.
+    if (typeof JSON.parse(new TextDecoder().decode(a.body)).code !== "string") return undefined;
+    const error = errorFromJsonBytes(a.body, undefined, new ConnectError("not a Connect error"));
+    return { error, errorCode: a.headers.get("error-code") };
+  }
+  return undefined;
+}
+
+/**
+ * Every RPC error names its catalogue code (docs/errors.md): a google.rpc.ErrorInfo of the
+ * server's domain whose reason is a catalogue code, the same as its `error-code` metadata.
+ */
+function assertErrorInfo(a: Answer, where: string, seen?: Map<string, number>): void {
+  const found = rpcErrorOf(a);
+  if (found === undefined) return;
+  const infos = found.error.findDetails(ErrorInfoSchema);
+  const said = `${where}: ${found.error.code} "${found.error.rawMessage}"`;
+  assert.equal(infos.length, 1, `${said} has ${infos.length} ErrorInfo`);
+  const info = infos[0]!;
+  assert.equal(info.domain, "books-and-addresses", said);
+  assert.ok(Object.hasOwn(ERROR_DEFINITIONS, info.reason), `${said}: reason ${info.reason}`);
+  assert.equal(found.errorCode, info.reason, `${said}: error-code metadata`);
+  const kind = `${Code[found.error.code]} ${info.reason}`;
+  seen?.set(kind, (seen.get(kind) ?? 0) + 1);
+}
+
 /** Checks one answer against the invariants. */
-function checkRpc(c: RpcCase, port: string, a: Answer): void {
+function checkRpc(c: RpcCase, port: string, a: Answer, seen: Map<string, number>): void {
   const where = `${port} ${c.protocol} ${c.method} ${c.path} ${
     c.headers["content-type"] ?? ""
   } -> ${a.status}`;
+  assertErrorInfo(a, where, seen);
   const type = (a.headers.get("content-type") ?? "").toLowerCase();
   const text = new TextDecoder().decode(a.body);
   const grpcStatus = a.headers.get("grpc-status") ?? a.trailers.get("grpc-status") ??
@@ -142,12 +202,14 @@ Deno.test("RPC fuzz: Connect, gRPC-Web and gRPC on both ports never answer INTER
     const transport = createConnectTransport({ baseUrl: server.httpUrl });
     const books = createClient(BooksService, transport);
     const before = await books.books({});
+    // The errors seen, by status and ErrorInfo reason: the classes the run reached.
+    const seen = new Map<string, number>();
     const protocols: RpcProtocol[] = ["connect", "grpc-web"];
     for (const protocol of protocols) {
       await t.step(`HTTP port, ${protocol}`, async () => {
         await fuzz(`RPC HTTP port ${protocol}`, 200, rpcCase(protocol), async (c) => {
           const answer = await viaFetch(server.httpUrl, c);
-          if (answer) checkRpc(c, "http", answer);
+          if (answer) checkRpc(c, "http", answer, seen);
         });
       });
     }
@@ -155,10 +217,11 @@ Deno.test("RPC fuzz: Connect, gRPC-Web and gRPC on both ports never answer INTER
       await t.step(`gRPC port, ${protocol}`, async () => {
         await fuzz(`RPC gRPC port ${protocol}`, 200, rpcCase(protocol), async (c) => {
           const answer = await viaHttp2(session, c);
-          if (answer) checkRpc(c, "grpc", answer);
+          if (answer) checkRpc(c, "grpc", answer, seen);
         });
       });
     }
+    console.log(`RPC errors by status and reason: ${JSON.stringify(Object.fromEntries(seen))}`);
     // Still serving, the same catalogue, on both ports.
     const after = await books.books({});
     assert.deepEqual(after, before);
@@ -255,6 +318,7 @@ Deno.test("RPC fuzz: a refused call gets its refusal whatever its body, framing 
       c.headers["content-type"] ?? ""
     } (${caller})`;
     assert.equal(got, expected, `${where}: ${new TextDecoder().decode(answer.body).slice(0, 200)}`);
+    assertErrorInfo(answer, where);
     seen[`${port} ${c.protocol}`] = (seen[`${port} ${c.protocol}`] ?? 0) + 1;
   };
   try {
