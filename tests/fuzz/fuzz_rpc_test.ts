@@ -11,9 +11,7 @@
 import assert from "node:assert/strict";
 import type http2 from "node:http2";
 import fc from "fast-check";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
-import { endStreamFromJson, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { BooksService } from "../../rpc/gen/books/v1/books_pb.ts";
 import { ErrorInfoSchema } from "../../rpc/gen/google/rpc/error_details_pb.ts";
@@ -27,7 +25,7 @@ import {
 } from "../support/fuzz.ts";
 import { type RpcCase, rpcCase, type RpcProtocol } from "../support/fuzz_rpc.ts";
 import { h2Request } from "../support/raw_http.ts";
-import { grpcWebTrailer, rawSession } from "../support/rpc_clients.ts";
+import { grpcWebTrailer, rawSession, rpcErrorOf } from "../support/rpc_clients.ts";
 import { startTestServer } from "../support/server.ts";
 import { BOOKS_PATH } from "../support/requests.ts";
 import { hsToken, SECRET } from "../support/tokens.ts";
@@ -88,41 +86,6 @@ function decodeMessage(value: string | null): string {
   } catch {
     return value;
   }
-}
-
-/**
- * The RPC error an answer carries, read as clients read it (Connect-ES's own decoders): the gRPC
- * status fields (headers, trailers, the gRPC-Web trailer frame), Connect's unary JSON error, or
- * a Connect stream's end message; with the `error-code` metadata that came with it. Undefined
- * for an answer that is no RPC error (a success, a plain HTTP refusal).
- */
-function rpcErrorOf(a: Answer): { error: ConnectError; errorCode: string | null } | undefined {
-  const type = (a.headers.get("content-type") ?? "").toLowerCase();
-  if (type.startsWith("application/grpc")) {
-    const fields = new Headers([...a.headers, ...a.trailers]);
-    const web = type.startsWith("application/grpc-web") ? grpcWebTrailer(type, a.body) : undefined;
-    for (const [name, value] of web ?? []) fields.set(name, value);
-    const error = findTrailerError(fields);
-    return error && { error, errorCode: fields.get("error-code") };
-  }
-  if (type.startsWith("application/connect+")) {
-    for (let at = 0; at + 5 <= a.body.length;) {
-      const end = at + 5 + new DataView(a.body.buffer, a.body.byteOffset + at + 1, 4).getUint32(0);
-      if (a.body[at] === 2) {
-        const { metadata, error } = endStreamFromJson(a.body.subarray(at + 5, end));
-        return error && { error, errorCode: metadata.get("error-code") };
-      }
-      at = end;
-    }
-    return undefined;
-  }
-  if (type.startsWith("application/json") && a.status !== 200) {
-    // REST's detailed body (a request in no RPC protocol) has no `code`.
-    if (typeof JSON.parse(new TextDecoder().decode(a.body)).code !== "string") return undefined;
-    const error = errorFromJsonBytes(a.body, undefined, new ConnectError("not a Connect error"));
-    return { error, errorCode: a.headers.get("error-code") };
-  }
-  return undefined;
 }
 
 /**
