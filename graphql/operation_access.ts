@@ -5,6 +5,7 @@ import {
   getOperationAST,
   Kind,
   type OperationDefinitionNode,
+  OperationTypeNode,
   type SelectionSetNode,
 } from "graphql";
 import type { Access } from "../security/access.ts";
@@ -19,6 +20,8 @@ interface OperationPlan {
   catalogueOnly: boolean;
   /** Its root fields as written (an aliased field once per alias). */
   fields: FieldNode[];
+  /** The writes it makes (`writesOf`): each is one call against the rate limit. */
+  writes: number;
 }
 
 /**
@@ -39,8 +42,7 @@ export function planOf(
       fragments.set(definition.name.value, definition);
     }
   }
-  const fields: FieldNode[] = [];
-  collectRootFields(operation.selectionSet, fragments, fields, new Set());
+  const fields = rootFieldsOf(operation, (name) => fragments.get(name));
   const accesses = new Set<Access>();
   let catalogueOnly = true;
   for (const name of new Set(fields.map((field) => field.name.value))) {
@@ -48,12 +50,48 @@ export function planOf(
     accesses.add(ROOT_ACCESS.get(name) ?? "authenticated");
     if (!CATALOGUE_FIELDS.has(name)) catalogueOnly = false;
   }
-  return { operation, accesses: [...accesses], catalogueOnly, fields };
+  return {
+    operation,
+    accesses: [...accesses],
+    catalogueOnly,
+    fields,
+    writes: writesOf(operation, fields),
+  };
+}
+
+/**
+ * The root fields of an operation as written (an aliased field once per alias), through fragment
+ * spreads and inline fragments, whatever `@skip` and `@include` say. `fragment` finds a fragment
+ * by name; an unknown one, or one already spread (a cycle), adds nothing.
+ */
+export function rootFieldsOf(
+  operation: OperationDefinitionNode,
+  fragment: (name: string) => FragmentDefinitionNode | undefined | null,
+): FieldNode[] {
+  const fields: FieldNode[] = [];
+  collectRootFields(operation.selectionSet, fragment, fields, new Set());
+  return fields;
+}
+
+/**
+ * The writes a mutation makes: its root fields by response key (fields written twice under one
+ * key run once), meta fields (`__typename`) aside. A query makes none.
+ */
+export function writesOf(
+  operation: OperationDefinitionNode,
+  fields: readonly FieldNode[],
+): number {
+  if (operation.operation !== OperationTypeNode.MUTATION) return 0;
+  const keys = new Set<string>();
+  for (const field of fields) {
+    if (!field.name.value.startsWith("__")) keys.add(field.alias?.value ?? field.name.value);
+  }
+  return keys.size;
 }
 
 function collectRootFields(
   selections: SelectionSetNode,
-  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+  fragment: (name: string) => FragmentDefinitionNode | undefined | null,
   fields: FieldNode[],
   spread: Set<string>,
 ): void {
@@ -61,14 +99,14 @@ function collectRootFields(
     if (selection.kind === Kind.FIELD) {
       fields.push(selection);
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-      collectRootFields(selection.selectionSet, fragments, fields, spread);
+      collectRootFields(selection.selectionSet, fragment, fields, spread);
     } else {
       const name = selection.name.value;
-      const fragment = fragments.get(name);
+      const definition = fragment(name);
       // Validation rules out unknown fragments and cycles; each is walked once regardless.
-      if (fragment === undefined || spread.has(name)) continue;
+      if (!definition || spread.has(name)) continue;
       spread.add(name);
-      collectRootFields(fragment.selectionSet, fragments, fields, spread);
+      collectRootFields(definition.selectionSet, fragment, fields, spread);
     }
   }
 }

@@ -132,6 +132,13 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       }
       const plan = planOf(prepared.document, params.operationName);
       if (plan !== undefined) {
+        // Each write is one call, as a REST or gRPC write is: the entry charged the first, the
+        // gate charges the rest, all or none, before anything runs.
+        const decision = c.env?.decision;
+        if (plan.writes > 1 && decision?.ok && decision.charge !== undefined) {
+          const refusal = decision.charge(plan.writes);
+          if (refusal !== undefined) return refuse(c, refusal);
+        }
         for (const needed of plan.accesses) {
           const refusal = authorize(caller, needed, access);
           if (refusal !== undefined) return refuse(c, refusal);
