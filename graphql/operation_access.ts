@@ -2,7 +2,6 @@ import {
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
-  getOperationAST,
   Kind,
   type OperationDefinitionNode,
   OperationTypeNode,
@@ -12,7 +11,7 @@ import type { Access } from "../security/access.ts";
 import { CATALOGUE_FIELDS, ROOT_ACCESS } from "./schema.ts";
 
 /** What the operation a request runs needs, decided before it runs. */
-interface OperationPlan {
+export interface OperationPlan {
   operation: OperationDefinitionNode;
   /** What its root fields need, each once, in the order they first appear. */
   accesses: Access[];
@@ -25,17 +24,14 @@ interface OperationPlan {
 }
 
 /**
- * The plan of the operation `operationName` selects in a validated document; undefined when it
- * selects none (execution then answers the error and runs nothing). Root fields are collected
+ * The plan of `operation`, an operation of a validated document. Root fields are collected
  * through fragment spreads and inline fragments, and `@skip`/`@include` are ignored, so a field
  * that may run counts whether or not it will.
  */
 export function planOf(
   document: DocumentNode,
-  operationName: string | undefined,
-): OperationPlan | undefined {
-  const operation = getOperationAST(document, operationName);
-  if (!operation) return undefined;
+  operation: OperationDefinitionNode,
+): OperationPlan {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) {

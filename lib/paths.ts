@@ -1,7 +1,7 @@
 /**
  * Every path this server answers at, in one place: the routes are defined at them, the entry
- * point links them, and the answers in front of the router (routes/books_front.ts,
- * graphql/cached_front.ts, the gRPC fast path) recognise their requests by them. Here rather than
+ * point links them, and the answers in front of the router (routes/books_front.ts, the gRPC fast
+ * path) recognise their requests by them. Here rather than
  * in a protocol folder because the entry point (routes/) links GraphQL's and the RPC's, and
  * protocol folders do not import each other.
  */

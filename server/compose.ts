@@ -7,7 +7,6 @@ import { httpEntry } from "./entry.ts";
 import { withVaryOrigin } from "./cors.ts";
 import { withHotReads } from "../routes/books_front.ts";
 import { withAddressReads } from "../routes/address_front.ts";
-import { withCachedGraphql } from "../graphql/cached_front.ts";
 import { createGraphqlCaches } from "../graphql/caches.ts";
 import { accessRules, type Gate, openGate } from "../security/gate.ts";
 import type { Identity } from "../security/verifier.ts";
@@ -92,10 +91,7 @@ export async function openEdge(
     { books, logger },
     withAddressReads(
       { addresses: store.addresses, logger },
-      withCachedGraphql(
-        { books, logger, results: graphqlCaches.results, config: config.graphql, access },
-        appFetch,
-      ),
+      appFetch,
     ),
   );
   const cors = config.corsOrigins !== undefined;
