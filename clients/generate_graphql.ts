@@ -6,7 +6,8 @@
  * `TypedDocumentNode` per operation, typed by its result and variables. The fragment
  * `AddressFields` (every field of `Address`) is written from the schema first
  * (clients/gen/address_fields.graphql), so no field list is kept by hand. With `--check`, fails
- * when a committed file differs from what it would write (part of `deno task check`).
+ * when a committed file differs from what it would write (part of `deno task check`); with
+ * `--out DIR`, writes the files into DIR instead (tests/support/optional_field.ts).
  */
 import { codegen } from "@graphql-codegen/core";
 import * as typedDocumentNode from "@graphql-codegen/typed-document-node";
@@ -67,6 +68,10 @@ if (import.meta.main) {
     }
     console.log("clients/gen/graphql.ts and address_fields.graphql are up to date");
   } else {
-    for (const [url, text] of files) await Deno.writeTextFile(url, text);
+    const out = Deno.args.indexOf("--out");
+    for (const [url, text] of files) {
+      const name = url.pathname.split("/").at(-1)!;
+      await Deno.writeTextFile(out < 0 ? url : `${Deno.args[out + 1]}/${name}`, text);
+    }
   }
 }

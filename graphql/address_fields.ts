@@ -24,7 +24,6 @@ import { IdempotencyKeySchema } from "../lib/idempotency_key.ts";
 import { IdParamSchema, isPageSize, PAGE_SIZE } from "../lib/schemas.ts";
 import type { Scope } from "../security/access.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses/repository.ts";
-import { encodeCursor } from "../store/addresses/keys.ts";
 import {
   AddressConnectionType,
   AddressInputType,
@@ -96,7 +95,11 @@ export const CHECKED_BEFORE_INPUT = new Map<string, (value: string) => unknown>(
   ["ifMatch", preconditionOf],
 ]);
 
-/** A store page as a Relay connection: each edge's cursor resumes after it. */
+/**
+ * A store page as a Relay connection: each edge's cursor resumes after it. Cursors are page
+ * tokens, each made when a query asks for it (graphql-js calls a function-valued property), so a
+ * page whose query selects no `cursor` makes none.
+ */
 async function page(
   context: AddressContext,
   first: number | null | undefined,
@@ -122,10 +125,18 @@ async function page(
     }
     throw error;
   }
-  const edges = listed.items.map((node) => ({ cursor: encodeCursor(node.address.id), node }));
+  const { owner, addresses } = context;
+  const cursorOf = (node: StoredAddress) => () => addresses.cursorAfter(owner, node.address.id);
+  const edges = listed.items.map((node) => ({ cursor: cursorOf(node), node }));
+  const last = listed.items.at(-1);
+  const endCursor = listed.nextCursor ?? last;
   return {
     edges,
-    pageInfo: { hasNextPage: listed.nextCursor !== null, endCursor: edges.at(-1)?.cursor ?? null },
+    pageInfo: {
+      hasNextPage: listed.nextCursor !== null,
+      endCursor: () =>
+        typeof endCursor === "object" ? cursorOf(endCursor)() : Promise.resolve(endCursor ?? null),
+    },
   };
 }
 

@@ -15,7 +15,6 @@ import {
   type AddressField,
   type AddressFieldName,
 } from "../lib/address.ts";
-import { versionEtag } from "../lib/http/etag.ts";
 import type { StoredAddress } from "../store/addresses/repository.ts";
 
 /**
@@ -67,19 +66,26 @@ export const AddressType: GraphQLObjectType<StoredAddress> = new GraphQLObjectTy
       type: text,
       description: "The strong entity tag of the stored version, exactly as REST's `ETag` " +
         'header, quotes included (`"…"`): send it as `ifMatch` here, or as `If-Match` over REST.',
-      resolve: (stored) => versionEtag(stored.versionstamp),
+      resolve: (stored) => stored.etag,
     },
   }),
 });
 
-/** The input of `createAddress` and `replaceAddress`: REST's `AddressInput`. */
+/**
+ * The input of `createAddress` and `replaceAddress`: REST's `AddressInput`; `null` on an
+ * optional field is absent there, as over REST and in proto3 JSON.
+ */
 export const AddressInputType = new GraphQLInputObjectType({
   name: "AddressInput",
-  description: "An address as a create or a replace gives it (REST's `AddressInput`).",
+  description: "An address as a create or a replace gives it (REST's `AddressInput`): `null` " +
+    "on an optional field means absent, as leaving it out.",
   fields: () =>
     perField((field): GraphQLInputFieldConfig => ({
       type: field.optional ? GraphQLString : text,
-      description: rules(field, field.optional ? "Optional." : "Required."),
+      description: rules(
+        field,
+        field.optional ? "Optional: `null` means absent, as leaving it out." : "Required.",
+      ),
     })),
 });
 
@@ -103,16 +109,16 @@ export const AddressPatchType = new GraphQLInputObjectType({
     })),
 });
 
-/** One address of a page and the cursor that resumes after it. */
+/** One address of a page and the cursor that resumes after it (made when asked for). */
 interface AddressEdge {
-  cursor: string;
+  cursor: () => Promise<string>;
   node: StoredAddress;
 }
 
 /** A page of the caller's addresses (a Relay cursor connection). */
 export interface AddressPageOut {
   edges: AddressEdge[];
-  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  pageInfo: { hasNextPage: boolean; endCursor: () => Promise<string | null> };
 }
 
 const AddressEdgeType = new GraphQLObjectType<AddressEdge>({

@@ -43,7 +43,7 @@ interface RpcAccess {
   traceId: string | undefined;
 }
 
-/** Writes the `rpc` line of one call (Connect's handler and the fast path alike). */
+/** Writes the `rpc` line of one call (Connect's handler and the lean unary path alike). */
 export function logRpcAccess(logger: Logger, access: RpcAccess): void {
   logger.info("rpc", {
     procedure: access.procedure,

@@ -10,7 +10,8 @@ import { z } from "@hono/zod-openapi";
  *
  * Every field is a string, trimmed, of at least one character. A required field is in every
  * address; an optional one may be absent (never stored as null or ""): a create or PUT body
- * without it stores none, a merge patch with `null` removes it.
+ * without it, or with it `null`, stores none (`null` means absent, as in proto3 JSON), a merge
+ * patch with `null` removes it.
  */
 
 /** What the table says of one field. */
@@ -64,13 +65,15 @@ export const ADDRESS_FIELDS = {
   },
 } as const satisfies Record<string, AddressField>;
 
+/** A table of address fields: ADDRESS_FIELDS, or one a test builds (`addressSchemas`). */
+type AnyTable = Readonly<Record<string, AddressField>>;
 type Table = typeof ADDRESS_FIELDS;
 /** The name of a field. */
 export type AddressFieldName = keyof Table & string;
-type OptionalName = {
-  [K in AddressFieldName]: Table[K] extends { optional: true } ? K : never;
-}[AddressFieldName];
-type RequiredName = Exclude<AddressFieldName, OptionalName>;
+type OptionalOf<T extends AnyTable> = {
+  [K in keyof T & string]: T[K] extends { optional: true } ? K : never;
+}[keyof T & string];
+type RequiredOf<T extends AnyTable> = Exclude<keyof T & string, OptionalOf<T>>;
 
 /** The table as the code walks it: every entry with every property the interface allows. */
 const FIELDS: Readonly<Record<AddressFieldName, AddressField>> = ADDRESS_FIELDS;
@@ -97,41 +100,73 @@ function requestField(field: AddressField) {
   });
 }
 
-/** A shape with one schema per field: `required`'s of a required field, `optional`'s else. */
-function shapeOf<Required extends z.ZodType, Optional extends z.ZodType>(
-  required: (field: AddressField) => Required,
-  optional: (field: AddressField) => Optional,
-): { [K in RequiredName]: Required } & { [K in OptionalName]: Optional } {
-  const shape: Record<string, z.ZodType> = {};
-  for (const name of ADDRESS_FIELD_NAMES) {
-    const field = FIELDS[name];
-    shape[name] = field.optional ? optional(field) : required(field);
-  }
-  return shape as { [K in RequiredName]: Required } & { [K in OptionalName]: Optional };
+/**
+ * An optional field in a create or replace: absent, `null` (the same: absent, as proto3 JSON
+ * reads it; so every style means one thing by it) or a value by the field's rules.
+ */
+function optionalInputField(field: AddressField) {
+  return requestField(field).nullish().transform((value) => value ?? undefined).openapi({
+    description: `${field.description ?? ""}${field.description ? " " : ""}Optional: ` +
+      "`null` means absent, as leaving it out.",
+  });
 }
 
-/** The body of POST /addresses and PUT /addresses/{id}; unknown members are ignored. */
-export const AddressInputSchema = z.object(
-  shapeOf(requestField, (field) => requestField(field).optional()),
-).openapi("AddressInput");
+/** A shape with one schema per field of `table`: `required`'s of a required one, else `optional`'s. */
+function shapeOf<T extends AnyTable, Required extends z.ZodType, Optional extends z.ZodType>(
+  table: T,
+  required: (field: AddressField) => Required,
+  optional: (field: AddressField) => Optional,
+): { [K in RequiredOf<T>]: Required } & { [K in OptionalOf<T>]: Optional } {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [name, field] of Object.entries(table)) {
+    shape[name] = field.optional ? optional(field) : required(field);
+  }
+  return shape as { [K in RequiredOf<T>]: Required } & { [K in OptionalOf<T>]: Optional };
+}
+
+/**
+ * The schemas of a table's addresses: the body of a create or replace (`null` on an optional
+ * field is absent), a stored address, a JSON Merge Patch. The module's own are ADDRESS_FIELDS's;
+ * tests build them from other tables (one with an optional field) to check the rules now.
+ */
+export function addressSchemas<T extends AnyTable>(table: T) {
+  return {
+    input: z.object(shapeOf(table, requestField, optionalInputField)),
+    stored: z.object({
+      id: z.number().int().positive().openapi({ example: 1 }),
+      ...shapeOf(table, () => z.string(), () => z.string().optional()),
+    }),
+    patch: z.object(
+      shapeOf(
+        table,
+        (field) => requestField(field).optional(),
+        (field) => requestField(field).nullable().optional(),
+      ),
+    ),
+  };
+}
+
+const SCHEMAS = addressSchemas(ADDRESS_FIELDS);
+
+/**
+ * The body of POST /addresses and PUT /addresses/{id}; unknown members are ignored, `null` on an
+ * optional field is absent (and 400 `invalid-field` on a required one).
+ */
+export const AddressInputSchema = SCHEMAS.input.openapi("AddressInput", {
+  description: "An address as a create or a replace gives it. Unknown members are ignored; " +
+    "`null` on an optional member means absent, as leaving it out, and is 400 `invalid-field` " +
+    "on a required one.",
+});
 
 /** A stored address. */
-export const AddressSchema = z.object({
-  id: z.number().int().positive().openapi({ example: 1 }),
-  ...shapeOf(() => z.string(), () => z.string().optional()),
-}).openapi("Address");
+export const AddressSchema = SCHEMAS.stored.openapi("Address");
 
 /**
  * A JSON Merge Patch of an address (RFC 7396): members sent change, unknown members are
  * ignored; `null` removes an optional field and is 400 `invalid-field` on a required one (the
  * schema refuses it).
  */
-export const AddressPatchSchema = z.object(
-  shapeOf(
-    (field) => requestField(field).optional(),
-    (field) => requestField(field).nullable().optional(),
-  ),
-).openapi("AddressMergePatch");
+export const AddressPatchSchema = SCHEMAS.patch.openapi("AddressMergePatch");
 
 /** An address as a request gives it (without its id). */
 export type AddressInput = z.infer<typeof AddressInputSchema>;
@@ -231,10 +266,10 @@ export function addressSizeBound(input: AddressInput): number {
 
 /**
  * The stored fields with `text` as every field's check (an optional field may be absent): the
- * backup's rule, which keeps what was stored even if it predates today's input rules.
+ * shape of a backup line's address, whose fields the import then checks by the request rules.
  */
 export function storedFieldsShape<T extends z.ZodType>(text: T) {
-  return shapeOf(() => text, () => text.optional());
+  return shapeOf(ADDRESS_FIELDS, () => text, () => text.optional());
 }
 
 /** An address input in examples and tools: every field's example. */

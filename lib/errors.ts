@@ -29,6 +29,7 @@ export type ErrorCode =
   | "rate-limited"
   | "service-unavailable"
   | "storage-unavailable"
+  | "deadline-exceeded"
   | "internal";
 
 /** Languages user messages are translated into; English is the fallback. */
@@ -187,6 +188,14 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
     messages: {
       en: "Your data cannot be saved at the moment. Please try again later.",
       de: "Ihre Daten können im Moment nicht gespeichert werden. Bitte später erneut versuchen.",
+    },
+  },
+  "deadline-exceeded": {
+    // Only RPCs carry a deadline (grpc-timeout, connect-timeout-ms); 504 is Connect's status for it.
+    status: 504,
+    messages: {
+      en: "The request's deadline passed before it was done. Nothing was changed.",
+      de: "Die Frist der Anfrage ist abgelaufen, bevor sie erledigt war. Nichts wurde geändert.",
     },
   },
   "internal": {

@@ -66,7 +66,12 @@ export const AddressListQuerySchema = z.object({
       type: "integer",
       example: PAGE_SIZE.default,
     }),
-  cursor: z.string().max(200).optional().openapi({ param: { name: "cursor", in: "query" } }),
+  cursor: z.string().max(200).optional().openapi({
+    param: { name: "cursor", in: "query" },
+    description: "A `nextCursor` of an earlier page, opaque. It is the caller's: one another " +
+      "owner holds, an edited one, or one of another server's storage is 400 " +
+      "`invalid-parameter`.",
+  }),
 });
 
 /** Detailed error body (docs/errors.md, The bodies). */

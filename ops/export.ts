@@ -45,9 +45,18 @@ async function main(): Promise<void> {
     await writer.close();
     if (partial !== undefined) await Deno.rename(partial, out!);
     console.error(
-      `export: ${summary.addresses} addresses, id counter ${summary.counter}, from ${label} to ` +
+      `export: ${summary.addresses} addresses, ${summary.idempotency} idempotency keys, id ` +
+        `counter ${summary.counter}, from ${label} to ` +
         `${out ?? "stdout"} in ${secondsSince(started)} s`,
     );
+    const { count, ids } = summary.offRules;
+    if (count > 0) {
+      console.error(
+        `export: warning: ${count} address(es) break today's field rules (stored under older ` +
+          `ones), ids ${ids.join(", ")}${count > ids.length ? ", …" : ""}: deno task import ` +
+          "refuses their lines until they are corrected (docs/operations.md)",
+      );
+    }
   } catch (error) {
     await writer.abort().catch(() => {});
     if (partial !== undefined) await Deno.remove(partial).catch(() => {});

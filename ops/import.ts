@@ -63,7 +63,9 @@ async function main(): Promise<void> {
       `import: ${summary.addresses} addresses from ${summary.header.source} (exported ` +
         `${summary.header.exportedAt}) into ${label}: ${summary.written} written, ` +
         `${summary.present} already there, ${summary.skipped} skipped as conflicting; ` +
-        `id counter at least ${summary.counter}; ${secondsSince(started)} s`,
+        `idempotency keys: ${summary.idempotency.written} written, ` +
+        `${summary.idempotency.expired} expired, ${summary.idempotency.kept} kept as the ` +
+        `target has them; id counter at least ${summary.counter}; ${secondsSince(started)} s`,
     );
   } catch (error) {
     fail("import", failureText(error));

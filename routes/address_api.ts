@@ -5,8 +5,10 @@ import { routeAccess } from "../security/access.ts";
 import { ADDRESS_ROUTE, ADDRESSES_PATH } from "../lib/paths.ts";
 import {
   CACHED_HEADERS,
+  CollectionConditionSchemas,
   IfMatchSchema,
   IfNoneMatchHeaderSchema,
+  IfNoneMatchWriteSchema,
   jsonContent,
   NOT_MODIFIED,
   SCOPED_RESPONSES,
@@ -46,7 +48,11 @@ const jsonBody = {
   },
 } as const;
 
-const IfMatchHeaderSchema = z.object({ "if-match": IfMatchSchema });
+/** The conditions of a write of one address (RFC 9110 13.1.1, 13.1.2; docs/http.md). */
+const WriteConditionSchema = z.object({
+  "if-match": IfMatchSchema,
+  "if-none-match": IfNoneMatchWriteSchema,
+});
 
 /** The headers of POST /addresses. */
 export const CreateHeaderSchema = z.object({
@@ -60,12 +66,17 @@ export const CreateHeaderSchema = z.object({
         "while the first is still running with another body, 409 `request-in-progress`. " +
         "Scoped to the caller.",
     }),
+  ...CollectionConditionSchemas,
 });
 
 const addressResponse = (description: string) => ({
   description,
   headers: {
-    ETag: { description: "Strong validator (If-Match).", schema: { type: "string" as const } },
+    ETag: {
+      description: "Strong validator of this version (If-Match, If-None-Match): opaque, made " +
+        "at each write, no other address's or version's.",
+      schema: { type: "string" as const },
+    },
     Vary: { schema: { type: "string" as const } },
   },
   content: jsonContent(AddressSchema),
@@ -89,7 +100,8 @@ export const createAddress = createRoute({
   description: "Stores the address for the caller with a newly generated id and answers it with " +
     "`Location` and `ETag`. Fields are trimmed; unknown members are ignored. With " +
     "`Idempotency-Key` a retried request replays the first answer instead of creating another " +
-    "address. Needs the scope `addresses:write` when authentication is on.",
+    "address. `If-None-Match: *` is 412 (the collection exists). Needs the scope " +
+    "`addresses:write` when authentication is on.",
   request: { headers: CreateHeaderSchema, body: jsonBody },
   responses: {
     201: {
@@ -106,6 +118,9 @@ export const createAddress = createRoute({
     400: errorResponse("`invalid-body`, `invalid-field` or `invalid-parameter` (Idempotency-Key)"),
     406: errorResponse("`not-acceptable`"),
     409: errorResponse("`request-in-progress`"),
+    412: errorResponse(
+      "`precondition-failed`: `If-None-Match: *`, or an `If-Match` other than `*`",
+    ),
     413: errorResponse("`payload-too-large`"),
     415: unsupported,
     422: errorResponse("`idempotency-key-reused`"),
@@ -123,7 +138,8 @@ export const listAddresses = createRoute({
   summary: "List the caller's addresses by ascending id, one page at a time",
   description: "At most `limit` (default 50, at most 500) of the caller's addresses after " +
     "`cursor`, ascending id. `nextCursor` is the opaque cursor of the next page, `null` on the " +
-    "last. Needs the scope `addresses:read` when authentication is on.",
+    "last; `limit` may change from page to page. Needs the scope `addresses:read` when " +
+    "authentication is on.",
   request: { query: AddressListQuerySchema },
   responses: {
     200: { description: "A page", content: jsonContent(AddressPageSchema) },
@@ -177,8 +193,12 @@ export const putAddress = createRoute({
     "1,000,000) is created at that id (201, Location of the path) and moves the counter. Any " +
     "other id is 409 `id-taken`, whether another owner holds it, it was deleted or it was " +
     "allocated and not used: ids are never reused, and the answer says nothing about other " +
-    "owners.\n\nNeeds the scope `addresses:write` when authentication is on.",
-  request: { params: IdParamSchema, headers: IfMatchHeaderSchema, body: jsonBody },
+    "owners.\n\n`If-Match` and `If-None-Match` are evaluated as RFC 9110 orders them, on the " +
+    "caller's address at this id in the atomic operation that writes: `If-None-Match: *` " +
+    "creates only if the caller has no address here (version 2: the standard create-if-absent), " +
+    "and is 412 when it has one; `If-Match` on an id the caller does not hold is 412.\n\n" +
+    "Needs the scope `addresses:write` when authentication is on.",
+  request: { params: IdParamSchema, headers: WriteConditionSchema, body: jsonBody },
   responses: {
     200: addressResponse("Updated"),
     201: {
@@ -205,11 +225,12 @@ export const patchAddress = createRoute({
   summary: "Change some members of an address (JSON Merge Patch, RFC 7396)",
   description:
     `Only the members sent change; unknown members are ignored; ${MERGE_PATCH_NULL_RULE} ` +
-    `Another Content-Type is 415 with \`Accept-Patch: ${MERGE_PATCH_JSON}\`. Needs the scope ` +
-    "`addresses:write` when authentication is on.",
+    `Another Content-Type is 415 with \`Accept-Patch: ${MERGE_PATCH_JSON}\`. ` +
+    "`If-None-Match` with the current ETag (or `*`) is 412 and changes nothing. Needs the " +
+    "scope `addresses:write` when authentication is on.",
   request: {
     params: IdParamSchema,
-    headers: IfMatchHeaderSchema,
+    headers: WriteConditionSchema,
     body: { required: true, content: { [MERGE_PATCH_JSON]: { schema: AddressPatchSchema } } },
   },
   responses: {
@@ -236,8 +257,9 @@ export const deleteAddress = createRoute({
   tags: ["addresses"],
   summary: "Delete one of the caller's addresses",
   description: "Removes the address; its id is never handed out again. Another owner's address " +
-    "is not found (404). Needs the scope `addresses:write` when authentication is on.",
-  request: { params: IdParamSchema, headers: IfMatchHeaderSchema },
+    "is not found (404). `If-None-Match` with the current ETag (or `*`) is 412 and deletes " +
+    "nothing. Needs the scope `addresses:write` when authentication is on.",
+  request: { params: IdParamSchema, headers: WriteConditionSchema },
   responses: {
     204: { description: "Deleted" },
     400: errorResponse("`invalid-parameter`"),

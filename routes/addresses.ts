@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { ADDRESS_CACHE_CONTROL, conditionalJson } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
-import { ifMatchPrecondition, versionEtag } from "../lib/http/etag.ts";
+import { collectionCondition, writePrecondition } from "../lib/http/etag.ts";
 import {
   addressResponseType,
   isVersion2,
@@ -39,7 +39,7 @@ function addressJson(
     status,
     headers: {
       ...jsonHeaders(type, c.get("requestId")),
-      "etag": versionEtag(stored.versionstamp),
+      "etag": stored.etag,
       ...extra,
     },
   });
@@ -55,7 +55,7 @@ export function addressAnswer(
 ): Response {
   return conditionalJson(JSON.stringify(stored.address), {
     type: request.type,
-    etag: versionEtag(stored.versionstamp),
+    etag: stored.etag,
     cacheControl: ADDRESS_CACHE_CONTROL,
     requestId: request.requestId,
     ifNoneMatch: request.ifNoneMatch,
@@ -80,6 +80,32 @@ function idempotencyKeyOf(value: string | undefined): string | undefined {
   return parsed.data["idempotency-key"];
 }
 
+/**
+ * The conditions of a POST to the collection (RFC 9110 13.2.2): checked by their documented
+ * schema (400 like any header), then evaluated; the collection always exists and has no ETag.
+ */
+function checkCollectionConditions(ifMatch: string | undefined, ifNoneMatch: string | undefined) {
+  if (ifMatch === undefined && ifNoneMatch === undefined) return;
+  const parsed = CreateHeaderSchema.safeParse({
+    "if-match": ifMatch,
+    "if-none-match": ifNoneMatch,
+  });
+  if (!parsed.success) throw invalidInput("header", parsed.error.issues);
+  const failed = collectionCondition(ifMatch, ifNoneMatch);
+  if (failed === undefined) return;
+  throw new AppError(
+    "precondition-failed",
+    failed === "If-Match"
+      ? "The address collection has no ETag; only If-Match: * holds."
+      : "The address collection exists: If-None-Match: * does not hold.",
+  );
+}
+
+/** The precondition of a write of one address, from its validated headers. */
+function preconditionOf(header: { "if-match"?: string; "if-none-match"?: string }) {
+  return writePrecondition(header["if-match"], header["if-none-match"]);
+}
+
 /** REST routes of the address book. Every call acts for the caller's owner (security/caller.ts). */
 export function addressRoutes(
   addresses: AddressStore,
@@ -92,6 +118,7 @@ export function addressRoutes(
   app.openapi(bodyValidatedOnly(app.openAPIRegistry, createAddress), async (c) => {
     const type = writeType(c);
     const key = idempotencyKeyOf(c.req.header("idempotency-key"));
+    checkCollectionConditions(c.req.header("if-match"), c.req.header("if-none-match"));
     const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"), key);
     return preEncoded(
       created(c, stored, type, stored.replayed ? { "idempotent-replayed": "true" } : {}),
@@ -124,7 +151,7 @@ export function addressRoutes(
   app.openapi(putAddress, async (c) => {
     const type = writeType(c);
     const { id } = c.req.valid("param");
-    const expected = ifMatchPrecondition(c.req.valid("header")["if-match"]);
+    const expected = preconditionOf(c.req.valid("header"));
     const owner = c.get("caller").owner;
     const input = c.req.valid("json");
     const v2 = isVersion2(c.req.header("accept"), c.req.header("content-type"));
@@ -141,14 +168,14 @@ export function addressRoutes(
     const { id } = c.req.valid("param");
     const patch = c.req.valid("json");
     const change = (current: Address) => mergePatch(current, patch);
-    const expected = ifMatchPrecondition(c.req.valid("header")["if-match"]);
+    const expected = preconditionOf(c.req.valid("header"));
     const stored = await addresses.patch(c.get("caller").owner, id, change, expected);
     return preEncoded(addressJson(c, stored, 200, type));
   });
 
   app.openapi(deleteAddress, async (c) => {
     const { id } = c.req.valid("param");
-    const expected = ifMatchPrecondition(c.req.valid("header")["if-match"]);
+    const expected = preconditionOf(c.req.valid("header"));
     await addresses.delete(c.get("caller").owner, id, expected);
     return preEncoded(new Response(null, { status: 204 }));
   });

@@ -1,10 +1,14 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { ADDRESS_CACHE_CONTROL } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
-import { ifMatchHits } from "../lib/http/etag.ts";
+import { collectionCondition } from "../lib/http/etag.ts";
 import { preferredMediaType } from "../lib/http/accept.ts";
 import { jsonHeaders } from "../lib/http/negotiate.ts";
-import { IfMatchSchema, SCOPED_RESPONSES } from "../lib/http/openapi.ts";
+import {
+  CollectionConditionSchemas,
+  IfMatchSchema,
+  SCOPED_RESPONSES,
+} from "../lib/http/openapi.ts";
 import { type Address, AddressSchema, EXAMPLE_ADDRESS } from "../lib/address.ts";
 import { errorResponse } from "../lib/schemas.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
@@ -77,11 +81,12 @@ const eraseAddresses = createRoute({
         description: "`*` to confirm (the collection has no other ETag: any other value is " +
           "412 `precondition-failed`).",
       }),
+      "if-none-match": CollectionConditionSchemas["if-none-match"],
     }),
   },
   responses: {
     204: { description: "Erased (or there was nothing to erase)" },
-    412: errorResponse("`precondition-failed`: If-Match other than `*`"),
+    412: errorResponse("`precondition-failed`: If-Match other than `*`, or If-None-Match: `*`"),
     428: errorResponse("`precondition-required`: no If-Match"),
     ...SCOPED_RESPONSES,
   },
@@ -159,18 +164,21 @@ export function ownerDataRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv
   });
 
   app.openapi(eraseAddresses, async (c) => {
-    const ifMatch = c.req.valid("header")["if-match"];
+    const { "if-match": ifMatch, "if-none-match": ifNoneMatch } = c.req.valid("header");
     if (ifMatch === undefined) {
       throw new AppError(
         "precondition-required",
         "Erasing all addresses needs the confirmation If-Match: *.",
       );
     }
-    // The collection has no ETag of its own: only `*` matches it.
-    if (!ifMatchHits(ifMatch, undefined)) {
+    // The collection has no ETag of its own: only `*` matches it (RFC 9110 13.2.2 order).
+    const failed = collectionCondition(ifMatch, ifNoneMatch);
+    if (failed !== undefined) {
       throw new AppError(
         "precondition-failed",
-        "The address collection has no ETag; If-Match: * confirms the erasure.",
+        failed === "If-Match"
+          ? "The address collection has no ETag; If-Match: * confirms the erasure."
+          : "The address collection exists: If-None-Match: * does not hold.",
       );
     }
     await addresses.erase(c.get("caller").owner);

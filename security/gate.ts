@@ -25,7 +25,7 @@ export interface GateRequest {
    * canonical request target: never from a path the gate parses itself.
    */
   access: Access;
-  /** The `authorization` header or gRPC metadata. */
+  /** The `authorization` field or gRPC metadata, its lines combined (security/authorization.ts). */
   authorization: string | null | undefined;
   /**
    * The client's network address: the rate-limit key when no verified token names a `sub`.
@@ -73,7 +73,10 @@ export interface Gate {
 const REALM = "books";
 const CHALLENGE = `Bearer realm="${REALM}"`;
 const INVALID_TOKEN = `Bearer realm="${REALM}", error="invalid_token"`;
-const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]{1,8192})\s*$/i;
+// RFC 6750's credentials, nothing before or after: whitespace around a field value is not part
+// of it over HTTP/1.1 (the server has dropped it), and makes an HTTP/2 request malformed.
+const BEARER = /^Bearer +([A-Za-z0-9._~+/=-]{1,8192})$/i;
+const MALFORMED = "Send one Authorization field with one token: Authorization: Bearer <token>.";
 
 const PROBE: Admitted = Object.freeze({ ok: true, caller: ANONYMOUS, headers: undefined });
 
@@ -243,14 +246,15 @@ export function createGate(parts: {
     decide(request) {
       if (request.access === "probe") return PROBE;
       const authorization = request.authorization;
-      if (verifier === undefined || !authorization) return settle(request, undefined, undefined);
+      // An empty field is a credential that is not one (security/authorization.ts), not none.
+      if (verifier === undefined || authorization === undefined || authorization === null) {
+        return settle(request, undefined, undefined);
+      }
       const token = BEARER.exec(authorization)?.[1];
       if (token === undefined) {
-        // A comma is what joins repeated Authorization fields (every listener joins them so).
-        const detail = authorization.includes(",")
-          ? "Send one Authorization field with one token: Authorization: Bearer <token>."
-          : "Send the token as Authorization: Bearer <token>.";
-        return settle(request, undefined, unauthorized(detail, CHALLENGE));
+        // One text whatever is wrong: on the gRPC port a line HTTP/2 drops is never seen, so
+        // the answer must not depend on what it held (security/authorization.ts).
+        return settle(request, undefined, unauthorized(MALFORMED, CHALLENGE));
       }
       const known = verifier.peek(token);
       if (known !== undefined) return settle(request, known, undefined);

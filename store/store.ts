@@ -6,6 +6,7 @@ import {
 } from "./addresses/repository.ts";
 import { type BookStore, openBookStore } from "./books.ts";
 import { type MigrationProgressEvent, openLayout } from "./layout/migrate.ts";
+import { pageTokens } from "./addresses/page_tokens.ts";
 
 /** Everything the protocol edges need from storage. */
 export interface Store {
@@ -18,7 +19,7 @@ export interface Store {
 /** How to open the store. */
 interface StoreOptions {
   seedBooks: readonly Book[];
-  addresses?: Omit<AddressStoreOptions, "guard">;
+  addresses?: Omit<AddressStoreOptions, "guard" | "pageTokens">;
   /** `MIGRATE_ON_START`: migrate an older layout instead of refusing to start. */
   migrateOnStart?: boolean;
   /** How messages name the KV (never a URL: it may carry a token). */
@@ -39,7 +40,11 @@ export async function openStore(kv: Deno.Kv, options: StoreOptions): Promise<Sto
     onProgress: options.onMigration,
   });
   const books = await openBookStore(kv, options.seedBooks);
-  const addresses = openAddressStore(kv, { ...options.addresses, guard });
+  // The page tokens' key is read (or made, once per KV) now, so a listing does not wait for it;
+  // storage that cannot take the write yet leaves it to the first listing that needs it.
+  const tokens = pageTokens(kv);
+  await tokens.ready().catch(() => {});
+  const addresses = openAddressStore(kv, { ...options.addresses, guard, pageTokens: tokens });
   return {
     books,
     addresses,

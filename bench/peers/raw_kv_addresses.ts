@@ -9,8 +9,11 @@
 //   the versionstamp; an address of another owner, or none, is 404.
 //
 // The two key prefixes are the layout of store/addresses/keys.ts (`ownerPrefix`, `addressKey`),
-// written out here rather than imported: the peer shares the data, not the code. The owner is ""
-// (auth off). KV_PATH names the file. Prints one JSON `listening` line, like the server.
+// written out here rather than imported: the peer shares the data, not the code. Since layout 4
+// an index entry is `{etag, address}` and a record carries its version's `etag` (the ETag, no
+// longer the versionstamp): the reads below still take layout 3's shapes until they follow.
+// The owner is "" (auth off). KV_PATH names the file. Prints one JSON `listening` line, like the
+// server.
 
 const OWNER = "";
 const OWNER_INDEX = ["owner_addresses", OWNER];

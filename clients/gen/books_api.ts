@@ -71,13 +71,13 @@ export interface paths {
         };
         /**
          * List the caller's addresses by ascending id, one page at a time
-         * @description At most `limit` (default 50, at most 500) of the caller's addresses after `cursor`, ascending id. `nextCursor` is the opaque cursor of the next page, `null` on the last. Needs the scope `addresses:read` when authentication is on.
+         * @description At most `limit` (default 50, at most 500) of the caller's addresses after `cursor`, ascending id. `nextCursor` is the opaque cursor of the next page, `null` on the last; `limit` may change from page to page. Needs the scope `addresses:read` when authentication is on.
          */
         get: operations["listAddresses"];
         put?: never;
         /**
          * Create an address (every request creates a new one, unless Idempotency-Key repeats)
-         * @description Stores the address for the caller with a newly generated id and answers it with `Location` and `ETag`. Fields are trimmed; unknown members are ignored. With `Idempotency-Key` a retried request replays the first answer instead of creating another address. Needs the scope `addresses:write` when authentication is on.
+         * @description Stores the address for the caller with a newly generated id and answers it with `Location` and `ETag`. Fields are trimmed; unknown members are ignored. With `Idempotency-Key` a retried request replays the first answer instead of creating another address. `If-None-Match: *` is 412 (the collection exists). Needs the scope `addresses:write` when authentication is on.
          */
         post: operations["createAddress"];
         /**
@@ -108,20 +108,22 @@ export interface paths {
          *
          *     Version 2 (`application/vnd.books.v2+json` in Content-Type or Accept, RFC 9110): the caller's existing address is replaced whole, name included (200); repeating the request leaves the same state. An id never allocated (above the id counter, by at most 1,000,000) is created at that id (201, Location of the path) and moves the counter. Any other id is 409 `id-taken`, whether another owner holds it, it was deleted or it was allocated and not used: ids are never reused, and the answer says nothing about other owners.
          *
+         *     `If-Match` and `If-None-Match` are evaluated as RFC 9110 orders them, on the caller's address at this id in the atomic operation that writes: `If-None-Match: *` creates only if the caller has no address here (version 2: the standard create-if-absent), and is 412 when it has one; `If-Match` on an id the caller does not hold is 412.
+         *
          *     Needs the scope `addresses:write` when authentication is on.
          */
         put: operations["putAddress"];
         post?: never;
         /**
          * Delete one of the caller's addresses
-         * @description Removes the address; its id is never handed out again. Another owner's address is not found (404). Needs the scope `addresses:write` when authentication is on.
+         * @description Removes the address; its id is never handed out again. Another owner's address is not found (404). `If-None-Match` with the current ETag (or `*`) is 412 and deletes nothing. Needs the scope `addresses:write` when authentication is on.
          */
         delete: operations["deleteAddress"];
         options?: never;
         head?: never;
         /**
          * Change some members of an address (JSON Merge Patch, RFC 7396)
-         * @description Only the members sent change; unknown members are ignored; `null` (removing a member) is 400 `invalid-field` because every member is required. Another Content-Type is 415 with `Accept-Patch: application/merge-patch+json`. Needs the scope `addresses:write` when authentication is on.
+         * @description Only the members sent change; unknown members are ignored; `null` (removing a member) is 400 `invalid-field` because every member is required. Another Content-Type is 415 with `Accept-Patch: application/merge-patch+json`. `If-None-Match` with the current ETag (or `*`) is 412 and changes nothing. Needs the scope `addresses:write` when authentication is on.
          */
         patch: operations["patchAddress"];
         trace?: never;
@@ -312,6 +314,7 @@ export interface components {
         AddressExport: {
             addresses: components["schemas"]["Address"][];
         };
+        /** @description An address as a create or a replace gives it. Unknown members are ignored; `null` on an optional member means absent, as leaving it out, and is 400 `invalid-field` on a required one. */
         AddressInput: {
             /** @example Ada Lovelace */
             name: string;
@@ -592,6 +595,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
+                /** @description A `nextCursor` of an earlier page, opaque. It is the caller's: one another owner holds, an edited one, or one of another server's storage is 400 `invalid-parameter`. */
                 cursor?: string;
             };
             header?: never;
@@ -643,6 +647,10 @@ export interface operations {
             header?: {
                 /** @description Makes the POST safe to retry for 24 hours: the same key with the same body replays the first response (status, body, Location, ETag; `Idempotent-Replayed: true`) and creates nothing; with another body it is 422 `idempotency-key-reused`; while the first is still running with another body, 409 `request-in-progress`. Scoped to the caller. */
                 "idempotency-key"?: string;
+                /** @description The collection has no ETag: only `*` holds (it always exists); any other value is 412 `precondition-failed`. */
+                "if-match"?: string;
+                /** @description The collection always exists and has no ETag: `*` is 412 `precondition-failed` (RFC 9110 13.1.2); a list of ETags never matches, so the request goes ahead. */
+                "if-none-match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -659,7 +667,7 @@ export interface operations {
             /** @description Created (or replayed by Idempotency-Key) */
             201: {
                 headers: {
-                    /** @description Strong validator (If-Match). */
+                    /** @description Strong validator of this version (If-Match, If-None-Match): opaque, made at each write, no other address's or version's. */
                     ETag?: string;
                     Vary?: string;
                     /** @description `/addresses/{id}` of the address. */
@@ -698,6 +706,16 @@ export interface operations {
             };
             /** @description `request-in-progress` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition-failed`: `If-None-Match: *`, or an `If-Match` other than `*` */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -746,6 +764,8 @@ export interface operations {
             header?: {
                 /** @description `*` to confirm (the collection has no other ETag: any other value is 412 `precondition-failed`). */
                 "if-match"?: string;
+                /** @description The collection always exists and has no ETag: `*` is 412 `precondition-failed` (RFC 9110 13.1.2); a list of ETags never matches, so the request goes ahead. */
+                "if-none-match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -761,7 +781,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            /** @description `precondition-failed`: If-Match other than `*` */
+            /** @description `precondition-failed`: If-Match other than `*`, or If-None-Match: `*` */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -871,6 +891,8 @@ export interface operations {
             header?: {
                 /** @description Only act if the address still has one of these ETags, or exists for `*` (else 412 `precondition-failed`). */
                 "if-match"?: string;
+                /** @description Only act if the caller's address at this id has none of these ETags (weak comparison: `W/` is ignored), or, with `*`, if the caller has no address at this id: `If-None-Match: *` on a version 2 PUT creates only if absent. Else 412 `precondition-failed` and nothing changes. Evaluated after `If-Match` (RFC 9110 13.2.2), in the atomic operation that writes. */
+                "if-none-match"?: string;
             };
             path: {
                 id: number;
@@ -889,7 +911,7 @@ export interface operations {
             /** @description Updated */
             200: {
                 headers: {
-                    /** @description Strong validator (If-Match). */
+                    /** @description Strong validator of this version (If-Match, If-None-Match): opaque, made at each write, no other address's or version's. */
                     ETag?: string;
                     Vary?: string;
                     [name: string]: unknown;
@@ -903,7 +925,7 @@ export interface operations {
             /** @description Created (version 1: a generated id; version 2: the path id) */
             201: {
                 headers: {
-                    /** @description Strong validator (If-Match). */
+                    /** @description Strong validator of this version (If-Match, If-None-Match): opaque, made at each write, no other address's or version's. */
                     ETag?: string;
                     Vary?: string;
                     /** @description `/addresses/{id}` of the address. */
@@ -988,6 +1010,8 @@ export interface operations {
             header?: {
                 /** @description Only act if the address still has one of these ETags, or exists for `*` (else 412 `precondition-failed`). */
                 "if-match"?: string;
+                /** @description Only act if the caller's address at this id has none of these ETags (weak comparison: `W/` is ignored), or, with `*`, if the caller has no address at this id: `If-None-Match: *` on a version 2 PUT creates only if absent. Else 412 `precondition-failed` and nothing changes. Evaluated after `If-Match` (RFC 9110 13.2.2), in the atomic operation that writes. */
+                "if-none-match"?: string;
             };
             path: {
                 id: number;
@@ -1045,6 +1069,8 @@ export interface operations {
             header?: {
                 /** @description Only act if the address still has one of these ETags, or exists for `*` (else 412 `precondition-failed`). */
                 "if-match"?: string;
+                /** @description Only act if the caller's address at this id has none of these ETags (weak comparison: `W/` is ignored), or, with `*`, if the caller has no address at this id: `If-None-Match: *` on a version 2 PUT creates only if absent. Else 412 `precondition-failed` and nothing changes. Evaluated after `If-Match` (RFC 9110 13.2.2), in the atomic operation that writes. */
+                "if-none-match"?: string;
             };
             path: {
                 id: number;
@@ -1060,7 +1086,7 @@ export interface operations {
             /** @description Updated */
             200: {
                 headers: {
-                    /** @description Strong validator (If-Match). */
+                    /** @description Strong validator of this version (If-Match, If-None-Match): opaque, made at each write, no other address's or version's. */
                     ETag?: string;
                     Vary?: string;
                     [name: string]: unknown;

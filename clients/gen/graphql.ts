@@ -5,7 +5,7 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
-/** An address as a create or a replace gives it (REST's `AddressInput`). */
+/** An address as a create or a replace gives it (REST's `AddressInput`): `null` on an optional field means absent, as leaving it out. */
 export type AddressInput = {
   /** Required. 1 to 200 characters after trimming. */
   name: string;

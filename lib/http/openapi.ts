@@ -46,6 +46,31 @@ export const IfMatchSchema = z.string().max(1000).optional().openapi({
     "(else 412 `precondition-failed`).",
 });
 
+/** `If-None-Match` on a write of one address (RFC 9110 13.1.2, evaluated after If-Match). */
+export const IfNoneMatchWriteSchema = z.string().max(1000).optional().openapi({
+  param: { name: "if-none-match", in: "header" },
+  description: "Only act if the caller's address at this id has none of these ETags (weak " +
+    "comparison: `W/` is ignored), or, with `*`, if the caller has no address at this id: " +
+    "`If-None-Match: *` on a version 2 PUT creates only if absent. Else 412 " +
+    "`precondition-failed` and nothing changes. Evaluated after `If-Match` (RFC 9110 13.2.2), " +
+    "in the atomic operation that writes.",
+});
+
+/** `If-Match` and `If-None-Match` on a write to the collection `/addresses`. */
+export const CollectionConditionSchemas = {
+  "if-match": z.string().max(1000).optional().openapi({
+    param: { name: "if-match", in: "header" },
+    description: "The collection has no ETag: only `*` holds (it always exists); any other " +
+      "value is 412 `precondition-failed`.",
+  }),
+  "if-none-match": z.string().max(1000).optional().openapi({
+    param: { name: "if-none-match", in: "header" },
+    description: "The collection always exists and has no ETag: `*` is 412 " +
+      "`precondition-failed` (RFC 9110 13.1.2); a list of ETags never matches, so the request " +
+      "goes ahead.",
+  }),
+};
+
 const RETRY_AFTER = {
   description: "Seconds to wait before retrying.",
   schema: { type: "integer" as const },

@@ -11,7 +11,7 @@ import {
 } from "../../lib/address.ts";
 import { problemsFromIssues, type ZodIssueLike } from "../../lib/http/invalid_input.ts";
 import { IfMatchSchema } from "../../lib/http/openapi.ts";
-import { ifMatchPrecondition, versionEtag } from "../../lib/http/etag.ts";
+import { ifMatchPrecondition } from "../../lib/http/etag.ts";
 import { IdempotencyKeySchema } from "../../lib/idempotency_key.ts";
 import { PAGE_SIZE } from "../../lib/schemas.ts";
 import type { Precondition, StoredAddress } from "../../store/addresses/repository.ts";
@@ -134,11 +134,29 @@ export function addressId(id: bigint): number {
 }
 
 /** The store's precondition of an `etag`, as REST's `If-Match`; none when empty. */
-export function etagCondition(etag: string): Precondition | undefined {
+export function etagCondition(etag: string, field = "etag"): Precondition | undefined {
   if (etag === "") return undefined;
   const checked = IfMatchSchema.safeParse(etag);
-  if (!checked.success) throw invalidParameter("etag", checked.error.issues[0]!.message);
+  if (!checked.success) throw invalidParameter(field, checked.error.issues[0]!.message);
   return ifMatchPrecondition(etag);
+}
+
+/**
+ * The etag an update or replace is conditional on (AIP-154): the request's `etag`, or the one the
+ * resource carries (`address.etag`, as a client sends back what it read). Both set and different
+ * is INVALID_ARGUMENT `invalid-parameter`: which one was meant cannot be told.
+ */
+export function resourceEtag(
+  request: { etag: string; address?: Address | undefined },
+): Precondition | undefined {
+  const onResource = request.address?.etag ?? "";
+  if (onResource === "" || onResource === request.etag) return etagCondition(request.etag);
+  if (request.etag === "") return etagCondition(onResource, "address.etag");
+  throw new AppError(
+    "invalid-parameter",
+    'Field "etag" and field "address.etag" differ; send one of them, or both the same.',
+    { field: "address.etag" },
+  );
 }
 
 /** A create's `request_id`: REST's Idempotency-Key; none when empty. */
@@ -180,6 +198,6 @@ export function addressMessage(stored: StoredAddress): Address {
   return create(AddressSchema, {
     ...stored.address,
     id: BigInt(stored.address.id),
-    etag: versionEtag(stored.versionstamp),
+    etag: stored.etag,
   });
 }

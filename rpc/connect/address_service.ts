@@ -13,8 +13,10 @@ import {
   invalidPageToken,
   pageOf,
   requestId,
+  resourceEtag,
 } from "./address_requests.ts";
 import { callerOf } from "./caller.ts";
+import { stillWanted } from "./deadline.ts";
 
 /** Response header of a create that replays an earlier one (REST: `Idempotent-Replayed`). */
 export const REPLAYED_HEADER = "idempotent-replayed";
@@ -23,14 +25,17 @@ export const REPLAYED_HEADER = "idempotent-replayed";
  * `addresses.v1.AddressService` over the address book: each method is the REST request that
  * means the same (docs/grpc.md), on the same store, for the caller the gate admitted. Requests
  * are checked in REST's order (path, headers, body), so a request wrong in several ways gets the
- * code REST gives first.
+ * code REST gives first. A write commits only while the call's deadline has not passed
+ * (./deadline.ts; the store asks right before its commit).
  */
 export function addressService(addresses: AddressStore): ServiceImpl<typeof AddressService> {
   return {
     async createAddress(request, context) {
       const input = addressInput(request.address);
       const key = requestId(request.requestId);
-      const created = await addresses.create(callerOf(context).owner, input, key);
+      const created = await addresses.create(callerOf(context).owner, input, key, {
+        wanted: stillWanted(context),
+      });
       if (created.replayed) context.responseHeader.set(REPLAYED_HEADER, "true");
       return addressMessage(created);
     },
@@ -60,25 +65,31 @@ export function addressService(addresses: AddressStore): ServiceImpl<typeof Addr
 
     async replaceAddress(request, context) {
       const id = addressId(request.id);
-      const expected = etagCondition(request.etag);
+      const expected = resourceEtag(request);
       const input = addressInput(request.address);
-      return addressMessage(await addresses.put(callerOf(context).owner, id, input, expected));
+      const options = { wanted: stillWanted(context) };
+      return addressMessage(
+        await addresses.put(callerOf(context).owner, id, input, expected, options),
+      );
     },
 
     async updateAddress(request, context) {
       const id = addressId(request.id);
-      const expected = etagCondition(request.etag);
+      const expected = resourceEtag(request);
       const patch = addressPatch(request.address, request.updateMask);
       const change = (current: Parameters<typeof mergePatch>[0]) => mergePatch(current, patch);
+      const options = { wanted: stillWanted(context) };
       return addressMessage(
-        await addresses.patch(callerOf(context).owner, id, change, expected),
+        await addresses.patch(callerOf(context).owner, id, change, expected, options),
       );
     },
 
     async deleteAddress(request, context) {
       const id = addressId(request.id);
       const expected = etagCondition(request.etag);
-      await addresses.delete(callerOf(context).owner, id, expected);
+      await addresses.delete(callerOf(context).owner, id, expected, {
+        wanted: stillWanted(context),
+      });
       return {};
     },
   };

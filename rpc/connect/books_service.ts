@@ -1,5 +1,4 @@
-import { create, toBinary } from "@bufbuild/protobuf";
-import { encodeEnvelope } from "@connectrpc/connect/protocol";
+import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Book } from "../../lib/schemas.ts";
 import type { BookStore } from "../../store/books.ts";
@@ -16,34 +15,31 @@ export function booksResponse(books: readonly Book[]): BooksResponse {
   });
 }
 
-/** The answer to `books` for one catalogue snapshot: the message, and its encoded gRPC frame. */
-interface BooksAnswer {
-  message: BooksResponse;
-  /** The message encoded and enveloped (uncompressed), as a gRPC response body carries it. */
-  frame(): Uint8Array<ArrayBuffer>;
-}
-
 // The store's snapshot is a frozen array that never changes while the process runs: the answer
-// is built once per snapshot, for Connect's handler and the listener's fast path alike.
-const answers = new WeakMap<readonly Book[], BooksAnswer>();
+// is built once per snapshot, and frozen, so the RPC path encodes it once too (frozen answers
+// are encoded once per message, rpc/unary/unary_call.ts).
+const answers = new WeakMap<readonly Book[], BooksResponse>();
 
-/** The answer to `books` for the store's current catalogue. */
-export function booksAnswer(store: BookStore): BooksAnswer {
+/** The answer to `books` for the store's current catalogue, deeply frozen. */
+export function booksAnswer(store: BookStore): BooksResponse {
   const source = store.list();
   let answer = answers.get(source);
   if (answer === undefined) {
-    const message = booksResponse(source);
-    let frame: Uint8Array<ArrayBuffer> | undefined;
-    answer = {
-      message,
-      frame: () => (frame ??= encodeEnvelope(0, toBinary(BooksResponseSchema, message))),
-    };
+    answer = deepFreeze(booksResponse(source));
     answers.set(source, answer);
   }
   return answer;
 }
 
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
+
 /** `books.v1.BooksService` over the store. */
 export function booksService(store: BookStore): ServiceImpl<typeof BooksService> {
-  return { books: () => booksAnswer(store).message };
+  return { books: () => booksAnswer(store) };
 }

@@ -32,6 +32,7 @@ export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
   "service-unavailable": Code.Unavailable,
   // Retryable, as 503 is: the fault is this instance's storage, not the caller's quota.
   "storage-unavailable": Code.Unavailable,
+  "deadline-exceeded": Code.DeadlineExceeded,
   "internal": Code.Internal,
 };
 

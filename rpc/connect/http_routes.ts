@@ -13,6 +13,8 @@ import { appRoutes, type AppStores, handlerOptions, procedureOf, rpcAccess } fro
 import { requires } from "../../security/access.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
 import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
+import { recordUnaryMethods } from "../unary/unary_methods.ts";
+import { fetchUnary } from "../unary/fetch_unary.ts";
 
 /**
  * Serves the application services over Connect and gRPC-Web on the main HTTP port, at
@@ -23,19 +25,38 @@ import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
  */
 export function rpcRoutes(
   app: OpenAPIHono<AppEnv>,
-  deps: AppStores & { logger: Logger },
+  deps: AppStores & {
+    logger: Logger;
+    /** false: every call through Connect's handler (the side-by-side tests' reference). */
+    leanUnary?: boolean;
+  },
 ): void {
-  const router = createConnectRouter({
-    grpc: false,
-    ...handlerOptions({ logger: deps.logger, accessLog: false }),
-  });
-  withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps)))(router);
+  const options = { grpc: false, ...handlerOptions({ logger: deps.logger, accessLog: false }) };
+  const router = createConnectRouter(options);
+  // Unary calls take the lean path (rpc/unary/fetch_unary.ts) with the services this router
+  // registers; everything else is Connect's.
+  const unary = recordUnaryMethods(
+    withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps))),
+    options,
+  );
+  unary.routes(router);
   for (const handler of router.handlers) {
     const access = rpcAccess(procedureOf(handler.service, handler.method));
     if (access === "authenticated") {
       throw new Error(`no access declared for ${handler.requestPath}`);
     }
-    const serve = async (c: Context<AppEnv>) => {
+    const method = unary.methods.byPath.get(handler.requestPath);
+    const lean = method && deps.leanUnary !== false
+      ? fetchUnary(method, unary.methods.options)
+      : undefined;
+    const contextValues = (c: Context<AppEnv>) =>
+      createContextValues()
+        .set(requestIdKey, c.get("requestId"))
+        .set(callerKey, c.get("caller"));
+    const connect = async (
+      c: Context<AppEnv>,
+      body: AsyncIterable<Uint8Array> | undefined,
+    ): Promise<Response> => {
       const request = c.req.raw;
       // Built by hand rather than with Connect's universalServerRequestFromFetch: that one reads
       // `request.signal`, which Deno.serve aborts after every successful response (with a
@@ -45,15 +66,16 @@ export function rpcRoutes(
         method: request.method,
         url: request.url,
         header: request.headers,
-        body: request.body ?? EMPTY_BODY,
+        body: body ?? request.body ?? EMPTY_BODY,
         signal: disconnectSignal(c.env?.info),
-        contextValues: createContextValues()
-          .set(requestIdKey, c.get("requestId"))
-          .set(callerKey, c.get("caller")),
+        contextValues: contextValues(c),
       });
       if (response.body === undefined) refuseBare(response.status, request);
       return universalServerResponseToFetch(response);
     };
+    const serve = (c: Context<AppEnv>): Promise<Response> =>
+      lean?.(c.req.raw, contextValues(c), (bytes) => connect(c, once(bytes))) ??
+        connect(c, undefined);
     app.on(handler.allowedMethods, handler.requestPath, requires(access, refuseCall), serve);
   }
 }
@@ -91,6 +113,10 @@ function refuseBare(status: number, request: Request): void {
         "(application/grpc-web+proto).",
     );
   }
+}
+
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
 }
 
 const EMPTY_BODY: AsyncIterable<Uint8Array> = {

@@ -3,7 +3,7 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { type HandlerCall, wrapHandlers } from "./wrap_handlers.ts";
 
 /** The longest delay a timer can wait: 2^31 − 1 ms, about 24.8 days. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 // A Map, like every table looked up by a string from outside (here the header's unit).
 const GRPC_UNIT_MS = new Map([
   ["H", 3_600_000],
@@ -32,7 +32,7 @@ export function withLongTimeoutsUnbounded(
 function unboundedWhenLong(handler: UniversalHandler): HandlerCall {
   return (request) => {
     const header = request.header;
-    const grpc = timeoutMs(header.get("grpc-timeout"));
+    const grpc = grpcTimeoutMs(header.get("grpc-timeout"));
     const connect = header.get("connect-timeout-ms");
     const tooLong = (grpc !== undefined && grpc > MAX_TIMER_MS) ||
       (connect !== null && /^[0-9]{1,10}$/.test(connect) && Number(connect) > MAX_TIMER_MS);
@@ -45,7 +45,7 @@ function unboundedWhenLong(handler: UniversalHandler): HandlerCall {
 }
 
 /** A well-formed `grpc-timeout` in milliseconds; undefined otherwise (Connect judges those). */
-function timeoutMs(value: string | null): number | undefined {
+export function grpcTimeoutMs(value: string | null): number | undefined {
   const match = value === null ? null : /^([0-9]{1,8})([HMSmun])$/.exec(value);
   return match ? Number(match[1]) * GRPC_UNIT_MS.get(match[2]!)! : undefined;
 }

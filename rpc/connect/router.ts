@@ -16,6 +16,7 @@ import { healthService, type HealthState } from "./health_service.ts";
 import { serverInterceptor } from "./interceptor.ts";
 import { reflectionServices } from "./reflection_service.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
+import { refusingExpired } from "./deadline.ts";
 import { refuseUndecodableQuery, withUndecodableAsInvalidArgument } from "./undecodable.ts";
 
 /** Largest message accepted or sent, as gRPC's usual default: 4 MiB. */
@@ -87,8 +88,8 @@ export function handlerOptions(options: {
 /** Registers the application services: `books.v1.BooksService`, `addresses.v1.AddressService`. */
 export function appRoutes(stores: AppStores): (router: ConnectRouter) => void {
   return (router) => {
-    router.service(BooksService, booksService(stores.books));
-    router.service(AddressService, addressService(stores.addresses));
+    router.service(BooksService, refusingExpired(booksService(stores.books)));
+    router.service(AddressService, refusingExpired(addressService(stores.addresses)));
   };
 }
 

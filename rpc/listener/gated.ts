@@ -2,6 +2,7 @@ import type http2 from "node:http2";
 import type { Access } from "../../security/access.ts";
 import type { Decision, Gate } from "../../security/gate.ts";
 import { canonicalRequestPath, notCanonical } from "../../security/target.ts";
+import { combinedAuthorization } from "../../security/authorization.ts";
 
 /** The gate's decision of a call: known at once, or pending while a token is verified. */
 export type PendingDecision = Decision | Promise<Decision>;
@@ -16,6 +17,12 @@ export type TakeStream = (
 
 /** What the service that answers `method` on a path declares ("authenticated" when none does). */
 type AccessOf = (method: string, path: string) => Access;
+
+/**
+ * How many `authorization` lines the client sent for a stream, counted from its header block
+ * (rpc/http2/field_lines.ts); undefined when unknown (the lines delivered are then all there is).
+ */
+export type SentLines = (stream: http2.ServerHttp2Stream) => number | undefined;
 
 /**
  * How the listener answers a call refused before any service saw it, in the client's protocol,
@@ -33,25 +40,27 @@ function first(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * The `authorization` field as HTTP combines repeated field lines, its values joined with ", ":
- * what the HTTP port's `Headers` hands the gate, so that a request with two of them is refused
- * alike on both ports (the gate reads no bearer token in the joined value). node:http2 keeps
- * only the first in `headers`; the raw list has them all.
+ * The `authorization` lines of a request as node:http2 delivered them (`headers` keeps only the
+ * first; the raw list has them all), combined for the gate as the HTTP port combines them, with
+ * the lines the client sent but nghttp2 dropped (`sent`, counted from the header block) joined
+ * in as empty ones (security/authorization.ts).
  */
 function authorizationOf(
   first: string | undefined,
   rawHeaders: readonly string[] | undefined,
+  sent: number | undefined,
 ): string | undefined {
-  if (first === undefined || rawHeaders === undefined) return first;
-  let joined: string | undefined;
+  if (rawHeaders === undefined) {
+    return combinedAuthorization(first === undefined ? [] : [first], sent);
+  }
+  const lines: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
     if (name.length === 13 && name.toLowerCase() === "authorization") {
-      const value = rawHeaders[i + 1]!;
-      joined = joined === undefined ? value : `${joined}, ${value}`;
+      lines.push(rawHeaders[i + 1]!);
     }
   }
-  return joined ?? first;
+  return combinedAuthorization(lines, sent);
 }
 
 /**
@@ -78,7 +87,7 @@ function decide(
  * call is answered here (`refuse`), before any service sees it and without reading its body
  * (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED, INVALID_ARGUMENT in the client's
  * protocol). A stream admitted at once (no token, or one verified before) is offered to `take`
- * (the fast path), else to `compat`; one whose token is still being verified waits, unread,
+ * (the lean unary path), else to `compat`; one whose token is still being verified waits, unread,
  * for the decision. Admitted decisions are recorded per stream (their RateLimit headers).
  */
 export function gatedStreams(
@@ -86,9 +95,13 @@ export function gatedStreams(
   accessOf: AccessOf,
   decisions: WeakMap<object, PendingDecision>,
   take: TakeStream,
-  then: { compat: (...args: Parameters<TakeStream>) => void; refuse: Refuse },
+  then: {
+    compat: (...args: Parameters<TakeStream>) => void;
+    refuse: Refuse;
+    sentLines: SentLines;
+  },
 ): TakeStream {
-  const { compat, refuse } = then;
+  const { compat, refuse, sentLines } = then;
   return (stream, headers, flags, rawHeaders) => {
     const method = first(headers[":method"]) ?? "";
     const target = first(headers[":path"]) ?? "/";
@@ -97,7 +110,7 @@ export function gatedStreams(
       accessOf,
       method,
       target,
-      authorizationOf(first(headers.authorization), rawHeaders),
+      authorizationOf(first(headers.authorization), rawHeaders, sentLines(stream)),
       () => stream.session?.socket?.remoteAddress ?? "",
     );
     if (decision instanceof Promise) {
@@ -127,6 +140,7 @@ export function gatedRequests(
   decisions: WeakMap<object, PendingDecision>,
   serve: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   refuse: Refuse,
+  sentLines: SentLines,
 ): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void {
   return (req, res) => {
     const key = req.stream ?? req;
@@ -147,7 +161,11 @@ export function gatedRequests(
       accessOf,
       req.method,
       req.url,
-      authorizationOf(first(req.headers.authorization), req.rawHeaders),
+      authorizationOf(
+        first(req.headers.authorization),
+        req.rawHeaders,
+        req.stream ? sentLines(req.stream) : undefined,
+      ),
       () => req.socket?.remoteAddress ?? "",
     );
     if (decision instanceof Promise) {

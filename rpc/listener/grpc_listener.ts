@@ -2,16 +2,16 @@ import { createPrivateKey, X509Certificate } from "node:crypto";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { ConfigError } from "../../lib/config_error.ts";
 import type { Logger } from "../../lib/log.ts";
 import { createHealthState, ServingStatus } from "../connect/health_service.ts";
 import { requestIdFrom } from "../../lib/http/request_id.ts";
 import { gateKey, requestIdKey } from "../connect/interceptor.ts";
-import { booksFastPath } from "./books_fast_path.ts";
-import { BOOKS_RPC_PATH } from "../../lib/paths.ts";
+import { unaryStreams } from "../unary/stream_unary.ts";
+import { recordUnaryMethods } from "../unary/unary_methods.ts";
 import { createGoawayFilter } from "../http2/goaway_filter.ts";
+import { createFieldLineCounter, type FieldLineCounter } from "../http2/field_lines.ts";
 import { DEFAULT_CONNECTION_LIMITS, guardConnections } from "./connection_guard.ts";
 import { createRefusalLog } from "./refusal_log.ts";
 import { coalesceWrites, type NativeSession, nativeSession } from "../http2/native_session.ts";
@@ -26,7 +26,7 @@ import {
 } from "../connect/router.ts";
 import type { Access } from "../../security/access.ts";
 import { answerUnrouted } from "../connect/unknown_method.ts";
-import type { Decision, Gate } from "../../security/gate.ts";
+import type { Gate } from "../../security/gate.ts";
 import { gatedRequests, gatedStreams, type PendingDecision, type TakeStream } from "./gated.ts";
 import { refusedCalls } from "./refused_call.ts";
 
@@ -74,17 +74,25 @@ const DRAIN_MAX_MS = 10_000;
  */
 export async function startGrpcListener(
   config: GrpcListenerConfig,
-  deps: AppStores & { logger: Logger; gate?: Gate | undefined },
+  deps: AppStores & {
+    logger: Logger;
+    gate?: Gate | undefined;
+    /** false: every call through Connect's node adapter (the side-by-side tests' reference). */
+    leanUnary?: boolean;
+  },
 ): Promise<GrpcListener> {
   const { logger, gate } = deps;
   // The gate's decision per HTTP/2 stream (or HTTP/1.1 request), taken before anything answers.
   const decisions = new WeakMap<object, PendingDecision>();
   const health = createHealthState(APP_SERVICES.map((s) => s.typeName));
   const stopStreams = new AbortController();
-  const routes = grpcListenerRoutes({ books: deps.books, addresses: deps.addresses, health });
-  // Connect's own handler of `books`, for the requests the fast path leaves to it: taken from
-  // the adapter's router, so the service is registered once.
-  let booksHandler: UniversalHandler | undefined;
+  const options = handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal });
+  // Every unary method is answered on its stream by the lean path with the service Connect's
+  // router registers (one registration), and whatever it does not take by Connect.
+  const unary = recordUnaryMethods(
+    grpcListenerRoutes({ books: deps.books, addresses: deps.addresses, health }),
+    options,
+  );
   // What each path's service declares, for the gate: taken from the same router that dispatches.
   const access = new Map<string, { access: Access; methods: readonly string[] }>();
   const accessOf = (method: string, path: string): Access => {
@@ -103,8 +111,7 @@ export async function startGrpcListener(
   };
   const adapter = connectNodeAdapter({
     routes: (router) => {
-      routes(router);
-      booksHandler = router.handlers.find((h) => h.requestPath === BOOKS_RPC_PATH);
+      unary.routes(router);
       for (const h of router.handlers) {
         access.set(h.requestPath, {
           access: rpcAccess(procedureOf(h.service, h.method)),
@@ -112,7 +119,7 @@ export async function startGrpcListener(
         });
       }
     },
-    ...handlerOptions({ logger, accessLog: true, shutdownSignal: stopStreams.signal }),
+    ...options,
     contextValues: (req) =>
       contextOf(
         ("stream" in req && req.stream) || req,
@@ -138,9 +145,15 @@ export async function startGrpcListener(
     adapter(req, res);
   };
   const refuse = refusedCalls({ logger, drainOnceAnswered });
+  // With a gate, each connection's `authorization` lines are counted as sent (field_lines.ts).
+  const authorizationLines = new WeakMap<http2.Http2Session, FieldLineCounter>();
+  const sentLines = (stream: http2.ServerHttp2Stream) => {
+    const session = stream.session;
+    return session === undefined ? undefined : authorizationLines.get(session)?.take(stream.id!);
+  };
   const handler = gate === undefined
     ? serve
-    : gatedRequests(gate, accessOf, decisions, serve, refuse);
+    : gatedRequests(gate, accessOf, decisions, serve, refuse, sentLines);
   const serverOptions: http2.ServerOptions = {
     settings: {
       maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
@@ -150,26 +163,19 @@ export async function startGrpcListener(
   const server = config.tls
     ? await createTlsServer(config.tls, serverOptions, handler)
     : http2.createServer(serverOptions, handler);
-  const fallback = booksHandler;
-  if (!fallback) throw new Error(`no handler for ${BOOKS_RPC_PATH}`);
-  const fastPath = booksFastPath({
-    books: deps.books,
-    logger,
-    fallback,
-    drain: drainRequest,
+  const lean = unaryStreams({
+    methods: unary.methods,
     contextValues: contextOf,
-    headersOf: (stream) => {
-      // The fast path only takes streams decided at once (gated.ts).
-      const decision = decisions.get(stream) as Decision | undefined;
-      return decision?.ok ? decision.headers : undefined;
-    },
+    drainOnceAnswered,
+    shutdownSignal: stopStreams.signal,
   });
   const compat = compatibilityListener(server);
+  const take = deps.leanUnary === false ? () => false : lean;
   streamsFirstTo(
     server,
     gate === undefined
-      ? fastPath
-      : gatedStreams(gate, accessOf, decisions, fastPath, { compat, refuse }),
+      ? take
+      : gatedStreams(gate, accessOf, decisions, take, { compat, refuse, sentLines }),
     compat,
   );
 
@@ -186,7 +192,12 @@ export async function startGrpcListener(
     guard.track(session);
     const native = nativeSession(session);
     if (native) {
-      ignoreClientGoaway(native);
+      let counter: FieldLineCounter | undefined;
+      if (gate !== undefined) {
+        counter = createFieldLineCounter("authorization");
+        authorizationLines.set(session, counter);
+      }
+      ignoreClientGoaway(native, counter);
       coalesceWrites(session, native);
     } else {
       logger.debug(
@@ -320,9 +331,9 @@ function ignoreStreamError(): void {}
  * the socket reads to its native session handle's `receive`; the handle's own `receive` is
  * wrapped.
  */
-function ignoreClientGoaway(native: NativeSession): void {
+function ignoreClientGoaway(native: NativeSession, observer?: FieldLineCounter): void {
   const receive = native.receive;
-  const filter = createGoawayFilter();
+  const filter = createGoawayFilter(observer);
   native.receive = (chunk) => receive.call(native, filter(chunk));
 }
 

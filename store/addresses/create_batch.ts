@@ -12,12 +12,14 @@ import {
   IDEMPOTENCY_TTL_MS,
   idempotencyKey,
   type IdempotencyRecord,
-  ownerKey,
   RECORD_VERSION,
+  setAddress,
 } from "./keys.ts";
+import { newVersionEtag } from "../../lib/http/etag.ts";
+import type { PageTokens } from "./page_tokens.ts";
 import { atomicBudget, type Cost } from "../kv/atomic_budget.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts";
-import { type Created, settleStoredKeys, type Waiter } from "./idempotency.ts";
+import { type Created, settleStoredKeys, type Waiter, type WriteOptions } from "./idempotency.ts";
 import { idBlocks } from "./id_blocks.ts";
 import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
 import {
@@ -43,6 +45,8 @@ export interface AddressStoreOptions {
   maxPerOwner?: number;
   /** The layout this process opened; every write checks it (store/layout/layout.ts). */
   guard?: LayoutGuard;
+  /** The KV's page tokens (store.ts reads the key at start-up); absent: made on first use. */
+  pageTokens?: PageTokens;
 }
 
 // Besides its creations a batch checks the layout (one check spare); each owner's count is part
@@ -62,7 +66,7 @@ function costOf(w: Waiter, newOwner: boolean, limited: boolean): Cost {
   return {
     mutations: 2 + keyed + counted,
     checks: 1 + keyed + (limited ? counted : 0),
-    valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 120),
+    valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 160),
     keyBytes: 3 * ownerBytes + 96 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
       counted * (ownerBytes + 32),
   };
@@ -156,6 +160,11 @@ export function createIdAllocator(
         if (batch.length === 0) return;
       }
       const ids = await blocks.next(batch.length);
+      // The last await before the commit: a creation no longer wanted (its caller's deadline
+      // passed) is answered with that and takes no id; the others keep the lowest ones.
+      batch = stillWanted(batch);
+      if (batch.length === 0) return;
+      const used = ids.slice(0, batch.length);
       const op = guard.check(kv.atomic());
       const after = new Map<string, number>();
       for (const w of batch) after.set(w.owner, (after.get(w.owner) ?? 0) + delta(w));
@@ -168,32 +177,30 @@ export function createIdAllocator(
         }
       }
       const expiresAt = Date.now() + IDEMPOTENCY_TTL_MS;
-      const addresses = ids.map((id, i) => {
+      const stored = used.map((id, i) => {
         const w = batch[i]!;
         const address = addressAt(id, w.input);
-        const record: AddressRecord = { v: RECORD_VERSION, owner: w.owner, address };
+        const etag = newVersionEtag();
+        const record: AddressRecord = { v: RECORD_VERSION, owner: w.owner, address, etag };
         if (w.key !== undefined) record.key = w.key;
-        op.check({ key: addressKey(id), versionstamp: null })
-          .set(addressKey(id), record).set(ownerKey(w.owner, id), address);
+        setAddress(op.check({ key: addressKey(id), versionstamp: null }), record);
         if (w.key !== undefined) {
           const key = idempotencyKey(w.owner, w.key);
-          const kept: IdempotencyRecord = { v: RECORD_VERSION, address, expiresAt };
+          const kept: IdempotencyRecord = { v: RECORD_VERSION, address, etag, expiresAt };
           op.check(w.replacing ?? { key, versionstamp: null })
             .set(key, kept, { expireIn: IDEMPOTENCY_TTL_MS });
         }
-        return address;
+        return { address, etag };
       });
       const result = await withKvRetry(() => op.commit());
       if (result.ok) {
-        blocks.drop(ids);
-        addresses.forEach((address, i) =>
-          batch[i]!.resolve({ address, versionstamp: result.versionstamp, replayed: false })
-        );
+        blocks.drop(used);
+        stored.forEach((s, i) => batch[i]!.resolve({ ...s, replayed: false }));
         return;
       }
       await guard.afterConflict();
       // A key or a count changed meanwhile, or an id is held: those ids are not ours to use.
-      blocks.drop(await heldAmong(kv, ids));
+      blocks.drop(await heldAmong(kv, used));
       if (conflicts + 1 >= maxConflicts) {
         throw new AppError("service-unavailable", "The create batch stayed contended.", {
           retryAfter: 1,
@@ -201,6 +208,20 @@ export function createIdAllocator(
       }
       await sleep(backoffDelay(Math.min(conflicts, 6), DEFAULT_RETRY));
     }
+  }
+
+  /** The creations still wanted; the others are rejected with the reason `wanted` gave. */
+  function stillWanted(batch: Waiter[]): Waiter[] {
+    if (batch.every((w) => w.wanted === undefined)) return batch;
+    return batch.filter((w) => {
+      try {
+        w.wanted?.();
+        return true;
+      } catch (reason) {
+        w.reject(reason);
+        return false;
+      }
+    });
   }
 
   /** Takes the next batch off the queue within KV's limits for one atomic operation. */
@@ -235,12 +256,18 @@ export function createIdAllocator(
   }
 
   /** Queues one creation; resolves once it is committed (or its key replayed). */
-  function allocate(owner: string, input: AddressInput, key?: string): Promise<Created> {
+  function allocate(
+    owner: string,
+    input: AddressInput,
+    key?: string,
+    options: WriteOptions = {},
+  ): Promise<Created> {
     return new Promise((resolve, reject) => {
       queue.push({
         owner,
         input: addressInputOf(input),
         key,
+        wanted: options.wanted,
         replacing: undefined,
         resolve,
         reject,

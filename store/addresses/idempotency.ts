@@ -13,8 +13,18 @@ import { withKvRetry } from "../kv/retry.ts";
 /** A created address; `replayed` when an Idempotency-Key answered with an earlier creation. */
 export interface Created {
   address: Address;
-  versionstamp: string;
+  etag: string;
   replayed: boolean;
+}
+
+/** What a caller may tell a write besides its data. */
+export interface WriteOptions {
+  /**
+   * Asked right before the write commits (after every read it needs): throws when the write is
+   * no longer wanted (the caller's deadline passed), and the write commits nothing and rejects
+   * with that error. A write committed just before it would have thrown stands.
+   */
+  wanted?: (() => void) | undefined;
 }
 
 /** A creation waiting for its batch (create_batch.ts), with its Idempotency-Key if any. */
@@ -22,6 +32,7 @@ export interface Waiter {
   owner: string;
   input: AddressInput;
   key: string | undefined;
+  wanted?: (() => void) | undefined;
   /** An expired record of the same key that this creation overwrites (checked unchanged). */
   replacing?: Deno.KvEntry<IdempotencyRecord> | undefined;
   resolve(value: Created): void;
@@ -62,7 +73,7 @@ export async function settleStoredKeys(kv: Deno.Kv, batch: Waiter[]): Promise<Wa
     if (sameAddress(entry.value.address, w.input)) {
       w.resolve({
         address: entry.value.address,
-        versionstamp: entry.value.versionstamp ?? entry.versionstamp,
+        etag: entry.value.etag,
         replayed: true,
       });
     } else w.reject(keyReused());
@@ -71,7 +82,12 @@ export async function settleStoredKeys(kv: Deno.Kv, batch: Waiter[]): Promise<Wa
 }
 
 /** Creates an address (with the key that makes it idempotent, if any). */
-export type Create = (owner: string, input: AddressInput, key?: string) => Promise<Created>;
+export type Create = (
+  owner: string,
+  input: AddressInput,
+  key?: string,
+  options?: WriteOptions,
+) => Promise<Created>;
 
 /**
  * `create` with keyed creations running in this process tracked: a duplicate (same owner and
@@ -80,8 +96,8 @@ export type Create = (owner: string, input: AddressInput, key?: string) => Promi
  */
 export function deduplicateInFlight(create: Create): Create {
   const running = new Map<string, { input: AddressInput; done: Promise<Created> }>();
-  return async (owner, input, key) => {
-    if (key === undefined) return await create(owner, input);
+  return async (owner, input, key, options) => {
+    if (key === undefined) return await create(owner, input, undefined, options);
     const slot = JSON.stringify([owner, key]);
     for (let first = running.get(slot); first !== undefined; first = running.get(slot)) {
       if (!sameAddress(first.input, input)) {
@@ -96,7 +112,7 @@ export function deduplicateInFlight(create: Create): Create {
         // The first attempt failed and stored nothing: this request tries itself.
       }
     }
-    const done = create(owner, input, key);
+    const done = create(owner, input, key, options);
     running.set(slot, { input, done });
     try {
       return await done;
@@ -128,11 +144,7 @@ export async function orphanKeyOf(
     return false;
   }
   // Kept without expiry: only a sweep may delete it, giving the unit back.
-  const orphan: IdempotencyRecord = {
-    ...kept,
-    orphan: true,
-    versionstamp: kept.versionstamp ?? keyed.versionstamp,
-  };
+  const orphan: IdempotencyRecord = { ...kept, orphan: true };
   op.set(keyed.key, orphan);
   return true;
 }

@@ -2,15 +2,16 @@ import { AppError } from "../../lib/errors.ts";
 import { type Address, isStoredAddress } from "../../lib/address.ts";
 
 /**
- * The address book's KV layout, in one place (layout 3; store/layout/layout.ts has the version key,
+ * The address book's KV layout, in one place (layout 4; store/layout/layout.ts has the version key,
  * docs/operations.md the layouts' history and docs/storage.md why the keys are so), and the
  * owners that may be part of its keys.
  *
- * - `["addresses", id]` → `AddressRecord`: the address with its owner. One read answers both
- *   "which address has this id" and "is this id held by anyone" (ids are global, owners are not).
- * - `["owner_addresses", owner, id]` → `Address`: the owner's index, a copy of the address so a
- *   page of a listing is one range read. Written and deleted in the same atomic operation as the
- *   record, so both carry the same versionstamp (the ETag); it has the record's schema version.
+ * - `["addresses", id]` → `AddressRecord`: the address with its owner and the ETag of its
+ *   version. One read answers both "which address has this id" and "is this id held by anyone"
+ *   (ids are global, owners are not).
+ * - `["owner_addresses", owner, id]` → `IndexEntry`: the owner's index, a copy of the address and
+ *   its ETag so a page of a listing is one range read. Written and deleted in the same atomic
+ *   operation as the record (`setAddress`), so the two never disagree.
  * - `["owner_counts", owner]` → `KvU64`: what counts toward the owner's quota: their addresses
  *   plus their orphaned Idempotency-Key records (below). Changed only in the atomic operations
  *   that create or delete those: checked and set while a quota applies, added to with `sum`
@@ -63,9 +64,9 @@ export const MAX_PUT_AHEAD = 1_000_000;
 
 /**
  * The schema version of the records this code writes: the layout that introduced their shape
- * (layout 3 kept layout 2's records).
+ * (layout 4: the ETag stored with each version).
  */
-export const RECORD_VERSION = 2;
+export const RECORD_VERSION = 4;
 
 /** An address as stored under its global key. */
 export interface AddressRecord {
@@ -73,8 +74,33 @@ export interface AddressRecord {
   v?: number;
   owner: string;
   address: Address;
+  /**
+   * The strong ETag of this version, quoted (lib/http/etag.ts `newVersionEtag`): made at each
+   * write, so every version of every address has its own. Layout 4 on; a write keeps the KV
+   * entry's own check for concurrency, so a precondition on it is never stale.
+   */
+  etag: string;
   /** The Idempotency-Key that created it, if any (its record is then `idempotencyKey(owner, key)`). */
   key?: string;
+}
+
+/** An owner-index entry: the record's address and ETag (layout 4 on). */
+export interface IndexEntry {
+  etag: string;
+  address: Address;
+}
+
+/**
+ * Adds to `op` the writes of a version of an address: its record and its owner-index entry,
+ * both with the version's ETag. Every write of an address goes through here, so the two agree.
+ */
+export function setAddress(
+  op: Deno.AtomicOperation,
+  record: AddressRecord,
+): Deno.AtomicOperation {
+  const { owner, address, etag } = record;
+  const entry: IndexEntry = { etag, address };
+  return op.set(addressKey(address.id), record).set(ownerKey(owner, address.id), entry);
 }
 
 /** The quota count of an owner. */
@@ -100,30 +126,6 @@ export function ownerPrefix(owner: string): Deno.KvKey {
   return ["owner_addresses", owner];
 }
 
-/** Opaque page cursor: the last id of the page, base64url-encoded with a version tag. */
-export function encodeCursor(lastId: number): string {
-  return btoa(`a1:${lastId}`).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
-/** Decodes a cursor from `encodeCursor`; anything else is a 400 `invalid-parameter`. */
-export function decodeCursor(cursor: string): number {
-  const invalid = new AppError(
-    "invalid-parameter",
-    "Query parameter cursor is not a cursor this server issued.",
-  );
-  if (!/^[A-Za-z0-9_-]{1,40}$/.test(cursor)) throw invalid;
-  let text: string;
-  try {
-    text = atob(cursor.replaceAll("-", "+").replaceAll("_", "/"));
-  } catch {
-    throw invalid;
-  }
-  const match = /^a1:([1-9][0-9]{0,15})$/.exec(text);
-  const id = match ? Number(match[1]) : NaN;
-  if (!Number.isSafeInteger(id)) throw invalid;
-  return id;
-}
-
 /** How long an Idempotency-Key is kept: 24 hours. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -136,12 +138,16 @@ export interface IdempotencyRecord {
   expiresAt?: number;
   /** Its address was deleted: it counts toward the quota and is kept until swept. */
   orphan?: boolean;
-  /** The versionstamp of the creation (the replayed ETag), kept when the record is rewritten. */
-  versionstamp?: string;
+  /**
+   * The ETag of the creation (the replayed ETag), kept when the record is rewritten. Layout 4
+   * on; layouts 2 and 3 kept a `versionstamp` here instead, which the migration to layout 4
+   * replaced in every record that still replays (one expired before has none: it never replays).
+   */
+  etag: string;
 }
 
 /** True when a key no longer replays (KV deletes expired entries only eventually). */
-export function isExpired(record: IdempotencyRecord, now: number): boolean {
+export function isExpired(record: Pick<IdempotencyRecord, "expiresAt">, now: number): boolean {
   return record.expiresAt !== undefined && record.expiresAt <= now;
 }
 
@@ -150,20 +156,35 @@ export function idempotencyKey(owner: string, key: string): Deno.KvKey {
   return ["idempotency", owner, key];
 }
 
+/** Prefix of every Idempotency-Key record. */
+export const IDEMPOTENCY_PREFIX: Deno.KvKey = ["idempotency"];
+
 /** Prefix of one owner's Idempotency-Keys. */
 export function idempotencyPrefix(owner: string): Deno.KvKey {
   return ["idempotency", owner];
 }
 
+/** A record as the migrations read it, whatever its layout: its owner, address and key if any. */
+export interface OlderRecord {
+  owner: string;
+  address: Address;
+  key?: string;
+}
+
 /**
- * The owner and address of a stored record of any layout: `{owner, address}` (with `v` and `key`
- * from layout 2), or a bare address stored before ownership existed (the anonymous owner's).
+ * The owner and address (and key) of a stored record of any layout: `{owner, address}` (with
+ * `v` and `key` from layout 2, `etag` from layout 4), or a bare address stored before ownership
+ * existed (the anonymous owner's).
  */
-export function readRecord(entry: Deno.KvEntry<unknown>): AddressRecord {
+export function readRecord(entry: Deno.KvEntry<unknown>): OlderRecord {
   const value = entry.value as Partial<AddressRecord>;
   const id = entry.key[1];
   if (typeof value?.owner === "string" && isStoredAddress(value.address, id)) {
-    return { owner: value.owner, address: value.address };
+    return {
+      owner: value.owner,
+      address: value.address,
+      ...(typeof value.key === "string" && { key: value.key }),
+    };
   }
   // Stored before ownership existed: the anonymous owner's.
   if (isStoredAddress(value, id)) return { owner: ANONYMOUS_OWNER, address: value };

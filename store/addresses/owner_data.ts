@@ -4,6 +4,7 @@ import {
   countKey,
   idempotencyPrefix,
   type IdempotencyRecord,
+  type IndexEntry,
   ownerKey,
   ownerPrefix,
 } from "./keys.ts";
@@ -31,7 +32,7 @@ export async function* ownerAddresses(
   let after = 0;
   for (;;) {
     const page = await pages.range(owner, after, EXPORT_PAGE);
-    for (const e of page) yield e.value;
+    for (const e of page) yield e.value.address;
     if (page.length < EXPORT_PAGE) return;
     after = page[page.length - 1]!.key[2] as number;
   }
@@ -81,7 +82,7 @@ async function eraseBatch<T>(
 
 /**
  * Erases an owner: their addresses (record and index entry, checked by the index entry, which
- * is always written with the record and so shares its versionstamp), then their Idempotency-Key
+ * is always written with the record, so it changes whenever the record does), then their Idempotency-Key
  * records, in bounded atomic batches that also lower the count; at zero the count key goes too.
  * A creation racing the erasure either lands before a batch reads its range (and is erased) or
  * after (and stays); the count stays exact either way.
@@ -92,7 +93,7 @@ export async function eraseOwner(kv: Deno.Kv, guard: LayoutGuard, owner: string)
   let after = 0;
   for (;;) {
     const selector = after > 0 ? { prefix, start: ownerKey(owner, after + 1) } : { prefix };
-    const batch = await eraseBatch<Address>(
+    const batch = await eraseBatch<IndexEntry>(
       kv,
       guard,
       owner,

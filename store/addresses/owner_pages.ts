@@ -1,5 +1,4 @@
-import type { Address } from "../../lib/address.ts";
-import { ownerKey, ownerPrefix } from "./keys.ts";
+import { type IndexEntry, ownerKey, ownerPrefix } from "./keys.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { workSlots } from "../kv/work_slots.ts";
 
@@ -23,7 +22,7 @@ export const READ_BATCH = 100;
 const READ_SLOTS = 4;
 
 /** What a page reader hands on: the entries of one range read, ascending id. */
-type TakeEntries = (entries: Deno.KvEntry<Address>[]) => void;
+type TakeEntries = (entries: Deno.KvEntry<IndexEntry>[]) => void;
 
 /** The page reads of one store. */
 export interface OwnerPages {
@@ -36,7 +35,7 @@ export interface OwnerPages {
    */
   page(owner: string, after: number, limit: number, take: TakeEntries): Promise<number | null>;
   /** One range read of at most `limit` entries after `after` (the export's pages). */
-  range(owner: string, after: number, limit: number): Promise<Deno.KvEntry<Address>[]>;
+  range(owner: string, after: number, limit: number): Promise<Deno.KvEntry<IndexEntry>[]>;
 }
 
 /** The page reads over `kv`, READ_SLOTS at a time. */
@@ -46,10 +45,10 @@ export function ownerPages(kv: Deno.Kv): OwnerPages {
   async function read(owner: string, after: number, limit: number) {
     const prefix = ownerPrefix(owner);
     const selector = after > 0 ? { prefix, start: ownerKey(owner, after + 1) } : { prefix };
-    const entries: Deno.KvEntry<Address>[] = [];
+    const entries: Deno.KvEntry<IndexEntry>[] = [];
     await withKvRetry(async () => {
       entries.length = 0;
-      for await (const e of kv.list<Address>(selector, { limit })) entries.push(e);
+      for await (const e of kv.list<IndexEntry>(selector, { limit })) entries.push(e);
     });
     return entries;
   }

@@ -8,20 +8,26 @@ import {
   sameAddress,
 } from "../../lib/address.ts";
 import { type AddressStoreOptions, createIdAllocator } from "./create_batch.ts";
-import { type Created, deduplicateInFlight, orphanKeyOf } from "./idempotency.ts";
+import {
+  type Created,
+  deduplicateInFlight,
+  orphanKeyOf,
+  type WriteOptions,
+} from "./idempotency.ts";
 import { counterOf, moveCounter } from "./id_counter.ts";
 import {
   addressKey,
   type AddressRecord,
   COUNTER,
   countKey,
-  decodeCursor,
-  encodeCursor,
   MAX_PUT_AHEAD,
   ownerKey,
   ownerRefused,
   RECORD_VERSION,
+  setAddress,
 } from "./keys.ts";
+import { newVersionEtag, type Precondition } from "../../lib/http/etag.ts";
+import { pageTokens } from "./page_tokens.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { NO_GUARD } from "../layout/layout.ts";
 import {
@@ -35,18 +41,12 @@ import {
 import { eraseOwner, ownerAddresses } from "./owner_data.ts";
 import { ownerPages } from "./owner_pages.ts";
 
-export type { AddressStoreOptions };
+export type { AddressStoreOptions, Precondition, WriteOptions };
 
-/**
- * The condition of a conditional write: given the versionstamp of the address as stored, true
- * when the write may go ahead. Absent: the write is unconditional.
- */
-export type Precondition = (versionstamp: string) => boolean;
-
-/** An address together with the KV versionstamp of the stored record (used as ETag). */
+/** An address together with the ETag of its stored version (keys.ts `AddressRecord.etag`). */
 export interface StoredAddress {
   address: Address;
-  versionstamp: string;
+  etag: string;
 }
 
 /** One page of a listing. */
@@ -57,13 +57,21 @@ export interface AddressPage {
 
 /**
  * The address book. Every address belongs to an owner; another owner's address is absent for
- * the caller (ids stay global). Every method may throw AppError (404, 409, 412, 422, 503). A
- * write given a precondition is 412 `precondition-failed` unless the address exists for the
- * owner and the precondition accepts its version.
+ * the caller (ids stay global). Every method may throw AppError (400, 404, 409, 412, 422, 503).
+ * A write given a precondition (lib/http/etag.ts) is 412 `precondition-failed` unless it holds
+ * on the caller's address at that id as the write's atomic operation finds it (its ETag, or none
+ * when the caller has no address there): no other write can come between the check and the write.
+ * A write given `WriteOptions.wanted` asks it right before each commit and, when it throws,
+ * commits nothing and rejects with its error (a caller whose deadline passed).
  */
 export interface AddressStore {
   /** Creates with a new id; with an Idempotency-Key, a repeat replays the first creation. */
-  create(owner: string, input: AddressInput, idempotencyKey?: string): Promise<Created>;
+  create(
+    owner: string,
+    input: AddressInput,
+    idempotencyKey?: string,
+    options?: WriteOptions,
+  ): Promise<Created>;
   get(owner: string, id: number): Promise<StoredAddress | undefined>;
   /**
    * Version 1 PUT: the owner's existing address gets the body's fields except those it keeps
@@ -74,6 +82,7 @@ export interface AddressStore {
     id: number,
     input: AddressInput,
     expected?: Precondition,
+    options?: WriteOptions,
   ): Promise<StoredAddress & { created: boolean }>;
   /**
    * Version 2 PUT (RFC 9110): an absent id is created at that id, the owner's existing address
@@ -91,8 +100,18 @@ export interface AddressStore {
     id: number,
     change: (current: Address) => AddressInput,
     expected?: Precondition,
+    options?: WriteOptions,
   ): Promise<StoredAddress>;
-  delete(owner: string, id: number, expected?: Precondition): Promise<void>;
+  delete(
+    owner: string,
+    id: number,
+    expected?: Precondition,
+    options?: WriteOptions,
+  ): Promise<void>;
+  /**
+   * A page of the owner's addresses after `cursor` (a page token, page_tokens.ts; one of
+   * another owner, another KV or edited is 400 `invalid-parameter`), with the next page's token.
+   */
   list(
     owner: string,
     options: { limit: number; cursor?: string | undefined },
@@ -108,6 +127,8 @@ export interface AddressStore {
     options: { limit: number; cursor?: string | undefined },
     take: (addresses: Address[]) => void,
   ): Promise<string | null>;
+  /** The page token that resumes the owner's listing after address `id` (GraphQL's edges). */
+  cursorAfter(owner: string, id: number): Promise<string>;
   /** Every address of the owner by ascending id, read a page at a time as it is consumed. */
   exportAll(owner: string): AsyncGenerator<Address, void, undefined>;
   /**
@@ -117,15 +138,18 @@ export interface AddressStore {
   erase(owner: string): Promise<number>;
 }
 
-/** Throws 412 unless `expected` is absent or accepts the current version of address `id`. */
-function checkExpected(expected: Precondition | undefined, versionstamp: string, id: number) {
-  if (expected !== undefined && !expected(versionstamp)) throw preconditionFailed(id);
-}
-
-function preconditionFailed(id: number): AppError {
-  return new AppError(
+/**
+ * Throws 412 unless `expected` is absent or holds on the caller's address `id` (its ETag, or
+ * undefined when the caller has none there).
+ */
+function checkExpected(expected: Precondition | undefined, etag: string | undefined, id: number) {
+  const failed = expected?.(etag);
+  if (failed === undefined) return;
+  throw new AppError(
     "precondition-failed",
-    `If-Match does not match the current version of address ${id}.`,
+    failed === "If-Match"
+      ? `If-Match does not match the current version of address ${id}.`
+      : `If-None-Match matches the current version of address ${id} (or is *).`,
   );
 }
 
@@ -149,6 +173,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   const limited = isLimited(maxPerOwner);
   const sweeper = createKeySweeper(kv, guard);
   const pages = ownerPages(kv);
+  const tokens = options.pageTokens ?? pageTokens(kv);
   const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
 
   function read(id: number) {
@@ -159,40 +184,47 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     const entry = await read(id);
     return entry.value === null || entry.value.owner !== owner
       ? undefined
-      : { address: entry.value.address, versionstamp: entry.versionstamp };
+      : { address: entry.value.address, etag: entry.value.etag };
   }
 
   /** Replaces the owner's address in `entry` with `address`; null when `entry` is stale. */
   async function replace(
     entry: Deno.KvEntry<AddressRecord>,
     address: Address,
+    options: WriteOptions,
   ): Promise<StoredAddress | null> {
-    const { owner } = entry.value;
-    const record: AddressRecord = { ...entry.value, v: RECORD_VERSION, address };
+    const etag = newVersionEtag();
+    const record: AddressRecord = { ...entry.value, v: RECORD_VERSION, address, etag };
+    options.wanted?.();
     const result = await withKvRetry(() =>
-      guard.check(kv.atomic()).check(entry).set(entry.key, record)
-        .set(ownerKey(owner, address.id), address).commit()
+      setAddress(guard.check(kv.atomic()).check(entry), record).commit()
     );
-    if (result.ok) return { address, versionstamp: result.versionstamp };
+    if (result.ok) return { address, etag };
     await guard.afterConflict();
     return null;
   }
 
-  async function put(owner: string, id: number, input: AddressInput, expected?: Precondition) {
+  async function put(
+    owner: string,
+    id: number,
+    input: AddressInput,
+    expected?: Precondition,
+    options: WriteOptions = {},
+  ) {
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) {
-        if (expected !== undefined) throw preconditionFailed(id);
+        checkExpected(expected, undefined, id);
         // Version 1 PUT, rule 2 (docs/http.md): stored as new (also when another owner holds id).
-        return { ...(await create(owner, input)), created: true };
+        const { address, etag } = await create(owner, input, undefined, options);
+        return { address, etag, created: true };
       }
-      checkExpected(expected, entry.versionstamp, id);
+      checkExpected(expected, entry.value.etag, id);
       const updated = replaceV1(entry.value.address, input);
-      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated);
+      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated, options);
       if (stored) return { ...stored, created: false };
-      // Changed or deleted between read and write: with a precondition that is the client's
-      // conflict, without one the latest state decides again.
-      if (expected !== undefined) throw preconditionFailed(id);
+      // Changed or deleted between read and write: the precondition is evaluated again on what
+      // is there now (without one, the latest state decides again).
     }
   }
 
@@ -201,6 +233,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     id: number,
     input: AddressInput,
     expected?: Precondition,
+    options: WriteOptions = {},
   ) {
     const address = addressAt(id, input);
     for (;;) {
@@ -208,14 +241,14 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), COUNTER])
       );
       if (entry.value !== null && entry.value.owner === owner) {
-        checkExpected(expected, entry.versionstamp, id);
-        const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
+        checkExpected(expected, entry.value.etag, id);
+        const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address, options);
         if (stored) return { ...stored, created: false };
-        if (expected !== undefined) throw preconditionFailed(id);
         continue;
       }
-      // Not the caller's: absent for them, whoever else holds it, so a precondition cannot hold.
-      if (expected !== undefined) throw preconditionFailed(id);
+      // Not the caller's: absent for them, whoever else holds it. `If-Match` cannot hold;
+      // `If-None-Match` holds, and the creation below checks the record absent as it writes.
+      checkExpected(expected, undefined, id);
       // At or below the counter the id was allocated once: another owner's address, a deleted
       // one, or an id a process reserved. One answer for all three, so it tells nothing about
       // other owners, and no id is used twice. Far above the counter it is refused too (keys.ts
@@ -224,10 +257,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       if (entry.value !== null || id <= counter.last || id > counter.last + MAX_PUT_AHEAD) {
         throw idTaken(id);
       }
-      const record: AddressRecord = { v: RECORD_VERSION, owner, address };
-      const op = guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null })
-        .set(addressKey(id), record)
-        .set(ownerKey(owner, id), address);
+      const etag = newVersionEtag();
+      const record: AddressRecord = { v: RECORD_VERSION, owner, address, etag };
+      const op = setAddress(
+        guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null }),
+        record,
+      );
       // Above the counter: the counter moves to the id in the operation that checks it.
       moveCounter(op, counter, id);
       if (limited) {
@@ -235,8 +270,9 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         op.check(count);
         setCount(op, owner, countOf(count) + 1);
       } else addToCount(op, owner, 1);
+      options.wanted?.();
       const result = await withKvRetry(() => op.commit());
-      if (result.ok) return { address, versionstamp: result.versionstamp, created: true };
+      if (result.ok) return { address, etag, created: true };
       await guard.afterConflict();
     }
   }
@@ -246,20 +282,18 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     id: number,
     change: (current: Address) => AddressInput,
     expected?: Precondition,
+    options: WriteOptions = {},
   ): Promise<StoredAddress> {
     for (;;) {
       const entry = await read(id);
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
-      checkExpected(expected, entry.versionstamp, id);
+      checkExpected(expected, entry.value.etag, id);
       const current = entry.value.address;
       const address = addressAt(id, change(current));
       // Nothing changes: no write, and the ETag stays.
-      if (sameAddress(address, current)) {
-        return { address: current, versionstamp: entry.versionstamp };
-      }
-      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address);
+      if (sameAddress(address, current)) return { address: current, etag: entry.value.etag };
+      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address, options);
       if (stored) return stored;
-      if (expected !== undefined) throw preconditionFailed(id);
     }
   }
 
@@ -267,13 +301,18 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
    * Deletes the owner's address; its count goes down unless the Idempotency-Key that created it
    * is still kept: that record then becomes an orphan and holds the quota unit until it is swept.
    */
-  async function remove(owner: string, id: number, expected?: Precondition): Promise<void> {
+  async function remove(
+    owner: string,
+    id: number,
+    expected?: Precondition,
+    options: WriteOptions = {},
+  ): Promise<void> {
     for (;;) {
       const [entry, count] = await withKvRetry(() =>
         kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), countKey(owner)])
       );
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
-      checkExpected(expected, entry.versionstamp, id);
+      checkExpected(expected, entry.value.etag, id);
       const op = guard.check(kv.atomic()).check(entry)
         .delete(addressKey(id)).delete(ownerKey(owner, id));
       const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
@@ -282,6 +321,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       // the key goes (checked), so an owner with nothing stored leaves no key behind.
       if (!limited && left > 0) addToCount(op, owner, left - countOf(count));
       else setCount(op.check(count), owner, left);
+      options.wanted?.();
       const result = await withKvRetry(() => op.commit());
       if (result.ok) return;
       await guard.afterConflict();
@@ -292,12 +332,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     owner: string,
     { limit, cursor }: { limit: number; cursor?: string | undefined },
   ): Promise<AddressPage> {
-    const after = cursor === undefined ? 0 : decodeCursor(cursor);
+    const after = cursor === undefined ? 0 : await tokens.position(owner, cursor);
     const items: StoredAddress[] = [];
     const last = await pages.page(owner, after, limit, (entries) => {
-      for (const e of entries) items.push({ address: e.value, versionstamp: e.versionstamp });
+      for (const e of entries) items.push(e.value);
     });
-    return { items, nextCursor: last === null ? null : encodeCursor(last) };
+    return { items, nextCursor: last === null ? null : await tokens.after(owner, last) };
   }
 
   async function listBatches(
@@ -305,14 +345,14 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     { limit, cursor }: { limit: number; cursor?: string | undefined },
     take: (addresses: Address[]) => void,
   ): Promise<string | null> {
-    const after = cursor === undefined ? 0 : decodeCursor(cursor);
+    const after = cursor === undefined ? 0 : await tokens.position(owner, cursor);
     const last = await pages.page(
       owner,
       after,
       limit,
-      (entries) => take(entries.map((e) => e.value)),
+      (entries) => take(entries.map((e) => e.value.address)),
     );
-    return last === null ? null : encodeCursor(last);
+    return last === null ? null : await tokens.after(owner, last);
   }
 
   // Every method takes the owner first; a KV key holds at most 2048 bytes, so an owner that
@@ -335,6 +375,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     delete: owned(remove),
     list: owned(list),
     listBatches: owned(listBatches),
+    cursorAfter: owned((owner, id: number) => tokens.after(owner, id)),
     exportAll: async function* (owner) {
       const refused = ownerRefused(owner);
       if (refused) throw refused;

@@ -1,23 +1,42 @@
 import { z } from "zod";
-import { type Address, addressAt, storedFieldsShape } from "../../lib/address.ts";
+import {
+  type Address,
+  ADDRESS_FIELD_NAMES,
+  ADDRESS_FIELDS,
+  addressAt,
+  type AddressField,
+  addressInputOf,
+  AddressInputSchema,
+  storedFieldsShape,
+} from "../../lib/address.ts";
 import { MAX_ID } from "../addresses/keys.ts";
+import { IdempotencyKeySchema } from "../../lib/idempotency_key.ts";
 
 /**
  * The backup file (docs/operations.md): NDJSON, one JSON object per line.
  *
- *   {"format":"books-addresses","version":1,"source":"data/kv.sqlite3","layout":2,"exportedAt":"…"}
- *   {"kind":"address","owner":"alice","address":{"id":1,"name":"…",…}}
+ *   {"format":"books-addresses","version":2,"source":"data/kv.sqlite3","layout":4,"exportedAt":"…"}
+ *   {"kind":"address","owner":"alice","address":{"id":1,"name":"…",…},"key":"k-1"}
+ *   …
+ *   {"kind":"idempotency","owner":"alice","key":"k-1","address":{"id":1,…},"etag":"\"…\"","expiresAt":1767225600000}
  *   …
  *   {"kind":"counters","addressId":1234}
- *   {"kind":"end","addresses":1200}
+ *   {"kind":"end","addresses":1200,"idempotency":17}
  *
  * The end line makes a cut-off file detectable; `counters` is the id counter when the listing
  * ended, so no id handed out before the export (even one deleted since) is handed out again.
+ * Idempotency lines (version 2) are the Idempotency-Key records that still replay, each with
+ * when it stops (ms since the epoch), so a retry after a restore replays instead of creating
+ * again; an address line's `key` names the key that created it.
  */
 export const BACKUP_FORMAT = "books-addresses";
 
-/** The format version this code writes and reads. */
-export const BACKUP_VERSION = 1;
+/**
+ * The format version this code writes; it reads this one and every older one. 2: idempotency
+ * lines, an address line's `key`, the end line's `idempotency` count (a version 1 file has none
+ * of them, and imports as before).
+ */
+export const BACKUP_VERSION = 2;
 
 /** The first line. */
 export interface BackupHeader {
@@ -30,17 +49,32 @@ export interface BackupHeader {
   exportedAt: string;
 }
 
-/** One address with its owner. */
+/** One address with its owner (and the Idempotency-Key that created it, if any). */
 export interface AddressLine {
   kind: "address";
   owner: string;
   address: Address;
+  key?: string | undefined;
+}
+
+/** One Idempotency-Key record that still replays (store/addresses/keys.ts IdempotencyRecord). */
+export interface IdempotencyLine {
+  kind: "idempotency";
+  owner: string;
+  key: string;
+  address: Address;
+  etag: string;
+  /** When it stops replaying, ms since the epoch. */
+  expiresAt: number;
+  /** Its address was deleted: it counts toward the owner's quota until it expires. */
+  orphan?: boolean | undefined;
 }
 
 /** A body line as parsed. */
-type BackupLine = AddressLine | { kind: "counters"; addressId: number } | {
+type BackupLine = AddressLine | IdempotencyLine | { kind: "counters"; addressId: number } | {
   kind: "end";
   addresses: number;
+  idempotency?: number | undefined;
 };
 
 const HeaderSchema = z.object({
@@ -51,23 +85,40 @@ const HeaderSchema = z.object({
   exportedAt: z.string().max(100).optional(),
 });
 
-// A backup keeps what was stored, which may predate today's input rules: the shape is checked,
-// and lengths only as far as one KV value allows. An address member this version does not know
-// refuses the line: the file comes from a version with another field, which importing it here
-// would silently drop (docs/storage.md, "Changing an address's fields").
-const text = z.string().max(2000);
-
+// The shape first (every field a string, an optional one a string or absent), then each field by
+// the API's rules (addressRuleProblem). An address member this version does not know refuses the
+// line: the file comes from a version with another field, which importing it here would silently
+// drop (docs/storage.md, "Changing an address's fields").
+const OwnerSchema = z.string().max(512).refine(
+  (s) => s.isWellFormed(),
+  "must be well-formed Unicode",
+);
+const StoredAddressSchema = z.strictObject({
+  id: z.number().int().positive().max(MAX_ID),
+  ...storedFieldsShape(z.string()),
+});
 const LineSchema = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("address"),
-    owner: z.string().max(512).refine((s) => s.isWellFormed(), "must be well-formed Unicode"),
-    address: z.strictObject({
-      id: z.number().int().positive().max(MAX_ID),
-      ...storedFieldsShape(text),
-    }),
+    owner: OwnerSchema,
+    address: StoredAddressSchema,
+    key: IdempotencyKeySchema.optional(),
+  }),
+  z.object({
+    kind: z.literal("idempotency"),
+    owner: OwnerSchema,
+    key: IdempotencyKeySchema,
+    address: StoredAddressSchema,
+    etag: z.string().regex(/^"[\x21\x23-\x7e]{1,200}"$/, "must be a quoted strong ETag"),
+    expiresAt: z.number().int().positive(),
+    orphan: z.boolean().optional(),
   }),
   z.object({ kind: z.literal("counters"), addressId: z.number().int().min(0).max(MAX_ID) }),
-  z.object({ kind: z.literal("end"), addresses: z.number().int().min(0) }),
+  z.object({
+    kind: z.literal("end"),
+    addresses: z.number().int().min(0),
+    idempotency: z.number().int().min(0).optional(),
+  }),
 ]);
 
 /** A line that is not what the format allows there; the message names the line. */
@@ -114,10 +165,49 @@ export function parseHeader(text: string): BackupHeader {
   };
 }
 
-/** Parses a body line. */
+/**
+ * Why an address is not one the API would store (undefined: it is). Each field is checked by the
+ * API's own schema (lib/address.ts: trimmed, not empty, its length, its pattern; an optional field
+ * absent, never ""), and must be as the API stores it: trimming leaves it unchanged. So an import
+ * writes only what a create could have stored, and serves nothing the API would refuse.
+ */
+export function addressRuleProblem(address: Address): string | undefined {
+  const fields = addressInputOf(address) as Record<string, string | undefined>;
+  const parsed = AddressInputSchema.safeParse(fields);
+  const problems: string[] = [];
+  if (!parsed.success) {
+    const named = new Set<string>();
+    for (const issue of parsed.error.issues) {
+      const name = String(issue.path[0]);
+      if (named.has(name)) continue;
+      named.add(name);
+      const field = (ADDRESS_FIELDS as Record<string, AddressField>)[name];
+      problems.push(
+        field?.optional && fields[name]?.trim() === ""
+          ? `address.${name} is ${JSON.stringify(fields[name])}: an optional field is left out ` +
+            "when absent, never stored empty"
+          : `address.${name}: ${issue.message} (the API's rule)`,
+      );
+    }
+  } else {
+    const stored = parsed.data as Record<string, string | undefined>;
+    for (const name of ADDRESS_FIELD_NAMES) {
+      if (stored[name] !== fields[name]) {
+        problems.push(`address.${name} has white space at an end: the API stores it trimmed`);
+      }
+    }
+  }
+  return problems.length === 0 ? undefined : problems.join("; ");
+}
+
+/** Parses a body line; an address must also pass the API's rules (addressRuleProblem). */
 export function parseLine(text: string, line: number): BackupLine {
   const parsed = LineSchema.safeParse(parseJson(text, line));
   if (!parsed.success) throw new BackupLineError(line, issueText(parsed.error));
+  if (parsed.data.kind === "address" || parsed.data.kind === "idempotency") {
+    const problem = addressRuleProblem(parsed.data.address);
+    if (problem !== undefined) throw new BackupLineError(line, problem);
+  }
   return parsed.data;
 }
 
@@ -127,8 +217,27 @@ export function headerLine(header: BackupHeader): string {
 }
 
 /** The text of an address line. */
-export function addressLine(owner: string, address: Address): string {
-  return JSON.stringify({ kind: "address", owner, address: addressAt(address.id, address) });
+export function addressLine(owner: string, address: Address, key?: string): string {
+  return JSON.stringify({
+    kind: "address",
+    owner,
+    address: addressAt(address.id, address),
+    ...(key !== undefined && { key }),
+  });
+}
+
+/** The text of an idempotency line. */
+export function idempotencyLine(line: Omit<IdempotencyLine, "kind">): string {
+  const { owner, key, address, etag, expiresAt, orphan } = line;
+  return JSON.stringify({
+    kind: "idempotency",
+    owner,
+    key,
+    address: addressAt(address.id, address),
+    etag,
+    expiresAt,
+    ...(orphan && { orphan: true }),
+  });
 }
 
 /** Splits a byte stream into lines (without `\n` or `\r\n`), numbered from 1. */

@@ -3,16 +3,21 @@ import {
   addressKey,
   type AddressRecord,
   countKey,
+  idempotencyKey,
+  type IdempotencyRecord,
   ownerKey,
   readRecord,
   RECORD_VERSION,
+  setAddress,
 } from "../addresses/keys.ts";
+import { newVersionEtag } from "../../lib/http/etag.ts";
 import { raiseCounter } from "../addresses/id_counter.ts";
 import { atomicBudget, type Cost, keySize, valueSize } from "../kv/atomic_budget.ts";
 import {
   type AddressLine,
   type BackupHeader,
   BackupLineError,
+  type IdempotencyLine,
   parseHeader,
   parseLine,
   readLines,
@@ -47,6 +52,9 @@ interface ImportSummary {
   skipped: number;
   /** The id counter of the file (the target's is at least this now). */
   counter: number;
+  /** Idempotency-Key records: in the file, written, expired since the export (dropped), and
+   * left as the target has them (the key replays another creation there, or this one already). */
+  idempotency: { total: number; written: number; expired: number; kept: number };
 }
 
 /** The import refused the file; nothing was written unless the message says otherwise. */
@@ -69,6 +77,7 @@ function same(stored: Deno.KvEntryMaybe<unknown>, line: Pending): boolean {
 interface Scan {
   header: BackupHeader;
   addresses: number;
+  idempotency: number;
   counter: number;
   /** The highest address id in the file (0: none). */
   highest: number;
@@ -93,6 +102,8 @@ async function scan(
   let ended = false;
   let lines = 0;
   let addresses = 0;
+  let keys = 0;
+  const seenKeys = new Map<string, number>();
   const seen = new Map<number, number>();
   let highest = 0;
   const conflicts: { line: number; id: number }[] = [];
@@ -120,8 +131,20 @@ async function scan(
       continue;
     }
     const parsed = parseLine(text, line);
-    if (parsed.kind === "address") {
+    if (parsed.kind === "idempotency") {
+      if (counter !== undefined) {
+        throw new BackupLineError(line, "an idempotency line after the counters");
+      }
+      const slot = JSON.stringify([parsed.owner, parsed.key]);
+      const first = seenKeys.get(slot);
+      if (first !== undefined) {
+        throw new BackupLineError(line, `the key appears a second time (first on line ${first})`);
+      }
+      seenKeys.set(slot, line);
+      keys++;
+    } else if (parsed.kind === "address") {
       if (counter !== undefined) throw new BackupLineError(line, "an address after the counters");
+      if (keys > 0) throw new BackupLineError(line, "an address after the idempotency lines");
       const id = parsed.address.id;
       const first = seen.get(id);
       if (first !== undefined) {
@@ -143,6 +166,12 @@ async function scan(
           `the end line counts ${parsed.addresses} addresses, the file has ${addresses}`,
         );
       }
+      if ((parsed.idempotency ?? 0) !== keys) {
+        throw new BackupLineError(
+          line,
+          `the end line counts ${parsed.idempotency ?? 0} idempotency lines, the file has ${keys}`,
+        );
+      }
       ended = true;
     }
   }
@@ -154,7 +183,15 @@ async function scan(
     );
   }
   if (pending.length > 0) await flush();
-  return { header, addresses, counter: counter!, highest, conflicts, conflictCount };
+  return {
+    header,
+    addresses,
+    idempotency: keys,
+    counter: counter!,
+    highest,
+    conflicts,
+    conflictCount,
+  };
 }
 
 /** The cost of one address in a write batch (the count's sum only for an owner new to it). */
@@ -165,7 +202,7 @@ function costOf(p: Pending, newOwner: boolean): Cost {
     mutations: 2 + (newOwner ? 1 : 0),
     keyBytes: keySize(addressKey(address.id)) + keySize(ownerKey(owner, address.id)) +
       (newOwner ? keySize(countKey(owner)) : 0),
-    valueBytes: 2 * valueSize({ v: RECORD_VERSION, owner, address }),
+    valueBytes: 2 * valueSize({ v: RECORD_VERSION, owner, address, etag: newVersionEtag() }),
   };
 }
 
@@ -201,15 +238,70 @@ async function writeBatch(
         }
         return;
       }
-      const record: AddressRecord = { v: RECORD_VERSION, owner, address };
-      op.check({ key: entry.key, versionstamp: null }).set(entry.key, record)
-        .set(ownerKey(owner, address.id), address);
+      // A backup carries no ETags: an imported address is a new version of it.
+      const record: AddressRecord = { v: RECORD_VERSION, owner, address, etag: newVersionEtag() };
+      if (p.entry.key !== undefined) record.key = p.entry.key;
+      setAddress(op.check({ key: entry.key, versionstamp: null }), record);
       counts.set(owner, (counts.get(owner) ?? 0) + 1);
       written++;
     });
     if (written === 0) return { written, present, skipped };
     for (const [owner, n] of counts) op.sum(countKey(owner), BigInt(n));
     if ((await withKvRetry(() => op.commit())).ok) return { written, present, skipped };
+    await guard.afterConflict();
+  }
+}
+
+/** The cost of one idempotency record in a write batch. */
+function keyCost(line: IdempotencyLine): Cost {
+  return {
+    checks: 1,
+    mutations: line.orphan ? 2 : 1,
+    keyBytes: keySize(idempotencyKey(line.owner, line.key)) +
+      (line.orphan ? keySize(countKey(line.owner)) : 0),
+    valueBytes: valueSize({ ...line, v: RECORD_VERSION }),
+  };
+}
+
+/**
+ * Writes one batch of Idempotency-Key records, each checked absent, with what it has left of
+ * its 24 hours; one that expired since the export is dropped, and one the target holds already
+ * is left as it is (the same record, or another creation's key there). An orphan (its address
+ * was deleted) is kept without expiry and counts one toward its owner's quota until swept, as
+ * in the source (store/addresses/idempotency.ts `orphanKeyOf`).
+ */
+async function writeKeys(
+  kv: Deno.Kv,
+  guard: LayoutGuard,
+  batch: IdempotencyLine[],
+): Promise<{ written: number; expired: number; kept: number }> {
+  for (;;) {
+    const now = Date.now();
+    const live = batch.filter((line) => line.expiresAt > now);
+    const stored = await getAll(kv, live.map((line) => idempotencyKey(line.owner, line.key)));
+    const op = guard.check(kv.atomic());
+    let written = 0, kept = 0;
+    live.forEach((line, i) => {
+      const entry = stored[i]!;
+      if (entry.value !== null) {
+        kept++;
+        return;
+      }
+      const record: IdempotencyRecord = {
+        v: RECORD_VERSION,
+        address: line.address,
+        etag: line.etag,
+        expiresAt: line.expiresAt,
+      };
+      op.check({ key: entry.key, versionstamp: null });
+      if (line.orphan) {
+        op.set(entry.key, { ...record, orphan: true }).sum(countKey(line.owner), 1n);
+      } else op.set(entry.key, record, { expireIn: line.expiresAt - now });
+      written++;
+    });
+    const expired = batch.length - live.length;
+    if (written === 0) return { written, expired, kept };
+    if ((await withKvRetry(() => op.commit())).ok) return { written, expired, kept };
     await guard.afterConflict();
   }
 }
@@ -244,6 +336,17 @@ export async function importKv(
   // the counter may hold such ids; none may stay above the counter (keys.ts).
   await raiseCounter(kv, guard, Math.max(checked.counter, checked.highest));
   const summary = { written: 0, present: 0, skipped: 0 };
+  const idempotency = { total: checked.idempotency, written: 0, expired: 0, kept: 0 };
+  let keyBatch: IdempotencyLine[] = [];
+  let keyBudget = atomicBudget();
+  const flushKeys = async () => {
+    const done = await writeKeys(kv, guard, keyBatch);
+    idempotency.written += done.written;
+    idempotency.expired += done.expired;
+    idempotency.kept += done.kept;
+    keyBatch = [];
+    keyBudget = atomicBudget();
+  };
   let batch: Pending[] = [];
   let budget = atomicBudget();
   let owners = new Set<string>();
@@ -264,6 +367,16 @@ export async function importKv(
   for await (const { line, text } of readLines(await open())) {
     if (line === 1 || text.trim() === "") continue;
     const parsed = parseLine(text, line);
+    if (parsed.kind === "idempotency") {
+      // After every address line: the addresses are all written before the first key.
+      if (batch.length > 0) await flush();
+      if (!keyBudget.take(keyCost(parsed))) {
+        await flushKeys();
+        keyBudget.take(keyCost(parsed));
+      }
+      keyBatch.push(parsed);
+      continue;
+    }
     if (parsed.kind !== "address") continue;
     const pending = { line, entry: parsed };
     const fits = (p: Pending) => budget.take(costOf(p, !owners.has(p.entry.owner)));
@@ -275,10 +388,12 @@ export async function importKv(
     batch.push(pending);
   }
   if (batch.length > 0) await flush();
+  if (keyBatch.length > 0) await flushKeys();
   return {
     header: checked.header,
     addresses: checked.addresses,
     counter: checked.counter,
     ...summary,
+    idempotency,
   };
 }

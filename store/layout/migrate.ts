@@ -14,6 +14,7 @@ import {
 import { withKvRetry } from "../kv/retry.ts";
 import { MIGRATION_V2 } from "./migration_v2.ts";
 import { MIGRATION_V3 } from "./migration_v3.ts";
+import { MIGRATION_V4 } from "./migration_v4.ts";
 
 /** One layout change: from `to - 1` to `to`, in bounded batches. */
 export interface MigrationStep {
@@ -35,7 +36,7 @@ export interface MigrationStep {
 }
 
 /** Every migration, by the layout it produces. */
-const STEPS: readonly MigrationStep[] = [MIGRATION_V2, MIGRATION_V3];
+const STEPS: readonly MigrationStep[] = [MIGRATION_V2, MIGRATION_V3, MIGRATION_V4];
 
 /** `["meta", "migration"]` while a migration runs: how far it got. */
 interface MigrationProgress {

@@ -4,11 +4,13 @@ import {
   countKey,
   ownerKey,
   readRecord,
-  RECORD_VERSION,
 } from "../addresses/keys.ts";
 import { atomicBudget, keySize, valueSize } from "../kv/atomic_budget.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import type { MigrationStep } from "./migrate.ts";
+
+/** The schema version of layout 2's records (and index entries: bare addresses). */
+const V2 = 2;
 
 /** Layout 1's marker of the start-up migration that gave unowned addresses an owner. */
 const OWNERS_MARKER: Deno.KvKey = ["migrations", "address_owners"];
@@ -42,7 +44,7 @@ export const MIGRATION_V2: MigrationStep = {
           mutations: 2 + counted,
           keyBytes: keySize(e.key) + keySize(ownerKey(owner, address.id)) +
             counted * keySize(countKey(owner)),
-          valueBytes: 2 * valueSize({ v: RECORD_VERSION, owner, address }),
+          valueBytes: 2 * valueSize({ v: V2, owner, address }),
         });
         if (!fits) {
           more = true;
@@ -56,7 +58,7 @@ export const MIGRATION_V2: MigrationStep = {
     const counts = new Map<string, number>();
     for (const e of entries) {
       const { owner, address } = readRecord(e);
-      const record: AddressRecord = { v: RECORD_VERSION, owner, address };
+      const record: Omit<AddressRecord, "etag"> = { v: V2, owner, address };
       op.check(e).set(e.key, record).set(ownerKey(owner, address.id), address);
       counts.set(owner, (counts.get(owner) ?? 0) + 1);
     }

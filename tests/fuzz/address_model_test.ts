@@ -3,20 +3,30 @@
  * random sequences of create (also with an Idempotency-Key from a small pool: a replay answers
  * the first creation, another address is `idempotency-key-reused`), get, list (pages of 1 to 7,
  * each page through any style, the cursor of one style resuming in another), replace (version
- * 1), update (merge patch, field mask), delete, with preconditions that hold or not, bad input,
- * version 2 PUT (REST only) and a restart on the same KV file. Each command is sent by one of two
+ * 1), update (merge patch, field mask), delete, with preconditions that hold or not (If-Match in
+ * every style, If-None-Match over REST, evaluated in RFC 9110's order), bad input, version 2 PUT
+ * (REST only, with If-None-Match too), page tokens used by the other owner or edited, and a
+ * restart on the same KV file. Each command is sent by one of two
  * owners through REST (the generated client), GraphQL (the typed documents) or AddressService
  * (native gRPC on the gRPC listener, Connect and gRPC-Web on the HTTP port), against the real
  * server with authentication on and against a plain in-memory model (tests/support/
  * address_model.ts). Every answer must be the model's, whichever style made the changes before
  * it; a refusal has the same code (and number of problems) in every style and stores nothing;
- * one owner never sees or changes the other's addresses; after every write both owners' books,
- * listed over REST, are exactly the model's.
+ * one owner never sees or changes the other's addresses (nor pages with their tokens); no two
+ * versions of any addresses share an etag; after every write both owners' books, listed over
+ * REST, are exactly the model's.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Transport } from "@connectrpc/connect";
-import { EXAMPLE_INPUT, sameAddress, V1_KEPT } from "../../lib/address.ts";
+import {
+  ADDRESS_FIELD_NAMES,
+  AddressInputSchema,
+  EXAMPLE_INPUT,
+  OPTIONAL_FIELD_NAMES,
+  sameAddress,
+  V1_KEPT,
+} from "../../lib/address.ts";
 import {
   type AddressDoor,
   graphqlDoor,
@@ -29,7 +39,9 @@ import {
 } from "../support/address_doors.ts";
 import { BAD_ETAG, type Fault, fault } from "../support/address_faults.ts";
 import {
+  type Entry,
   holds,
+  holdsNone,
   type Ids,
   ifMatchOf,
   type Model,
@@ -114,6 +126,27 @@ function refused(outcome: Outcome<unknown>, code: string, what: string, problems
     assert.fail(`${what}: succeeded (${JSON.stringify(outcome.value)}), the model says ${code}`);
   }
   assert.deepEqual({ code: outcome.code, problems: outcome.problems }, { code, problems }, what);
+}
+
+/**
+ * True when a write's conditions fail on the caller's address `entry` (none: undefined) by RFC
+ * 9110's order, If-Match then If-None-Match, after checking that `outcome` is that refusal.
+ */
+function failedCondition(
+  outcome: Outcome<unknown>,
+  entry: Entry | undefined,
+  ifMatch: string | undefined,
+  ifNoneMatch: string | undefined,
+  what: string,
+): boolean {
+  const failed = !holds(entry, ifMatch)
+    ? `If-Match ${ifMatch}`
+    : !holdsNone(entry, ifNoneMatch)
+    ? `If-None-Match ${ifNoneMatch}`
+    : undefined;
+  if (failed === undefined) return false;
+  refused(outcome, "precondition-failed", `${what} (${failed})`);
+  return true;
 }
 
 /** The created flag or replay flag where a style answers one. */
@@ -208,17 +241,32 @@ class List extends Step {
   describe = () => `list(pages of ${this.size} via ${this.styles.join(", ")})`;
 }
 
-/** A command on one id (resolved when it runs), with a precondition. */
+/**
+ * A command on one id (resolved when it runs), with a precondition: If-Match in any style, and
+ * If-None-Match (`none`) through REST alone.
+ */
 abstract class Aimed extends Step {
-  constructor(who: Owner, through: Style, readonly aim: Target, readonly pre: Precondition) {
+  constructor(
+    who: Owner,
+    through: Style,
+    readonly aim: Target,
+    readonly pre: Precondition,
+    readonly none: Precondition = "none",
+  ) {
     super(who, through);
   }
-  /** The id aimed at now, the caller's address there if any, and the If-Match to send. */
+  /** The id aimed at now, the caller's address there if any, and the conditions to send. */
   aimAt(model: Model) {
     const { id, entry } = resolve(model, this.who, this.aim);
-    return { id, entry, ifMatch: ifMatchOf(entry, this.pre) };
+    return {
+      id,
+      entry,
+      ifMatch: ifMatchOf(entry, this.pre),
+      ifNoneMatch: ifMatchOf(entry, this.none),
+    };
   }
-  describe = () => `${this.name()}(${JSON.stringify(this.aim)}, If-Match ${this.pre})`;
+  describe = () =>
+    `${this.name()}(${JSON.stringify(this.aim)}, If-Match ${this.pre}, If-None-Match ${this.none})`;
   abstract name(): string;
 }
 
@@ -230,16 +278,15 @@ class Replace extends Aimed {
     aim: Target,
     pre: Precondition,
     readonly input: AddressInput,
+    none: Precondition = "none",
   ) {
-    super(who, through, aim, pre);
+    super(who, through, aim, pre, none);
   }
   async act(model: Model, doorway: AddressDoor, what: string) {
-    const { id, entry, ifMatch } = this.aimAt(model);
-    const outcome = await doorway.replace(id, this.input, ifMatch);
+    const { id, entry, ifMatch, ifNoneMatch } = this.aimAt(model);
+    const outcome = await doorway.replace(id, this.input, ifMatch, ifNoneMatch);
     const input = trimmed(this.input);
-    if (!holds(entry, ifMatch) && (entry || ifMatch !== undefined)) {
-      return refused(outcome, "precondition-failed", `${what} (id ${id}, If-Match ${ifMatch})`);
-    }
+    if (failedCondition(outcome, entry, ifMatch, ifNoneMatch, `${what} (id ${id})`)) return;
     const { created, ...stored } = ok(outcome, what);
     flag(created, !entry, `${what}: created`);
     if (entry) {
@@ -255,16 +302,21 @@ class Replace extends Aimed {
 }
 
 class Update extends Aimed {
-  constructor(who: Owner, through: Style, aim: Target, pre: Precondition, readonly patch: Patch) {
-    super(who, through, aim, pre);
+  constructor(
+    who: Owner,
+    through: Style,
+    aim: Target,
+    pre: Precondition,
+    readonly patch: Patch,
+    none: Precondition = "none",
+  ) {
+    super(who, through, aim, pre, none);
   }
   async act(model: Model, doorway: AddressDoor, what: string) {
-    const { id, entry, ifMatch } = this.aimAt(model);
-    const outcome = await doorway.update(id, this.patch, ifMatch);
+    const { id, entry, ifMatch, ifNoneMatch } = this.aimAt(model);
+    const outcome = await doorway.update(id, this.patch, ifMatch, ifNoneMatch);
     if (!entry) return refused(outcome, "address-not-found", `${what} (id ${id})`);
-    if (!holds(entry, ifMatch)) {
-      return refused(outcome, "precondition-failed", `${what} (If-Match ${ifMatch})`);
-    }
+    if (failedCondition(outcome, entry, ifMatch, ifNoneMatch, what)) return;
     const stored = ok(outcome, what);
     const expected = patched(entry.address, this.patch);
     assert.deepEqual(stored.address, expected, what);
@@ -277,12 +329,10 @@ class Update extends Aimed {
 
 class Delete extends Aimed {
   async act(model: Model, doorway: AddressDoor, what: string) {
-    const { id, entry, ifMatch } = this.aimAt(model);
-    const outcome = await doorway.remove(id, ifMatch);
+    const { id, entry, ifMatch, ifNoneMatch } = this.aimAt(model);
+    const outcome = await doorway.remove(id, ifMatch, ifNoneMatch);
     if (!entry) return refused(outcome, "address-not-found", `${what} (id ${id})`);
-    if (!holds(entry, ifMatch)) {
-      return refused(outcome, "precondition-failed", `${what} (If-Match ${ifMatch})`);
-    }
+    if (failedCondition(outcome, entry, ifMatch, ifNoneMatch, what)) return;
     ok(outcome, what);
     model.books[this.who].delete(id);
   }
@@ -300,6 +350,7 @@ class PutV2 extends Step {
     readonly aim: "mine" | "theirs" | "gone" | "new",
     readonly index: number,
     readonly input: AddressInput,
+    readonly none: Precondition = "none",
   ) {
     super(who, "REST");
   }
@@ -315,10 +366,15 @@ class PutV2 extends Step {
     const id = ids.length > 0
       ? ids[this.index % ids.length]!
       : model.ids.max + MAX_BLOCK + 1 + this.index;
+    const entry = model.books[this.who].get(id);
+    const ifNoneMatch = ifMatchOf(entry, this.none);
     const outcome = await restDoor(real.server.httpUrl, real.tokens[this.who]).putV2(
       id,
       this.input,
+      ifNoneMatch,
     );
+    // If-None-Match first (an existing address of the caller's), then the id rule.
+    if (failedCondition(outcome, entry, undefined, ifNoneMatch, what)) return;
     if (ids.length > 0 && this.aim !== "mine") {
       return refused(outcome, "id-taken", `${what} (id ${id})`);
     }
@@ -328,7 +384,52 @@ class PutV2 extends Step {
     if (created) noteId(model, id);
     noteWrite(model, this.who, stored, what);
   }
-  describe = () => `putV2(${this.aim} ${this.index}, ${JSON.stringify(this.input)})`;
+  describe = () =>
+    `putV2(${this.aim} ${this.index}, ${JSON.stringify(this.input)}, If-None-Match ${this.none})`;
+}
+
+/**
+ * A page token where it does not belong: a token of the owner's listing (a page of `k` through
+ * `from`) used by the other owner, or edited in one character, through `through`, is
+ * `invalid-parameter` in every style; the owner's own resumes after its page, with any size.
+ */
+class Token extends Step {
+  override readonly writes = false;
+  constructor(
+    who: Owner,
+    through: Style,
+    readonly from: Style,
+    readonly index: number,
+    readonly use: "other owner" | "edited" | "own",
+    readonly at: number,
+  ) {
+    super(who, through);
+  }
+  async act(model: Model, _: AddressDoor, what: string, real: Real) {
+    const mine = sorted(model, this.who);
+    if (mine.length < 2) return;
+    const k = 1 + this.index % (mine.length - 1);
+    const first = ok(await door(real, this.who, this.from).page(k), `${what}: first page`);
+    const token = first.next;
+    assert.ok(token !== null, `${what}: a page of ${k} of ${mine.length} has a next token`);
+    if (this.use === "other owner") {
+      const outcome = await door(real, 1 - this.who as Owner, this.through).page(3, token);
+      return refused(outcome, "invalid-parameter", `${what}: the other owner's page`);
+    }
+    if (this.use === "edited") {
+      const i = this.at % token.length;
+      const edited = token.slice(0, i) + (token[i] === "A" ? "B" : "A") + token.slice(i + 1);
+      const outcome = await door(real, this.who, this.through).page(3, edited);
+      return refused(outcome, "invalid-parameter", `${what}: ${edited}`);
+    }
+    const page = ok(await door(real, this.who, this.through).page(3, token), what);
+    const ids = page.items.map((a) => a.id);
+    assert.deepEqual(ids, mine.slice(k, k + 3).map((a) => a.id), what);
+  }
+  describe = () =>
+    `token(page of ${this.index} via ${this.from}, ${this.use}${
+      this.use === "edited" ? ` at ${this.at}` : ""
+    })`;
 }
 
 class Bad extends Step {
@@ -373,16 +474,46 @@ class Restart implements fc.AsyncCommand<Model, Real> {
   toString = () => "restart";
 }
 
-/** A patch of some fields of a valid address (none: a patch that changes nothing). */
-const patch: fc.Arbitrary<Patch> = fc.tuple(validAddress, fc.nat(7)).map(([input, mask]) =>
-  Object.fromEntries(Object.entries(input).filter((_, i) => (mask >> i) & 1))
-);
+/**
+ * A patch of some fields of a valid address (none: a patch that changes nothing), and `null` on
+ * some optional fields (removing them).
+ */
+const patch: fc.Arbitrary<Patch> = fc.tuple(
+  validAddress,
+  fc.nat(2 ** ADDRESS_FIELD_NAMES.length - 1),
+  fc.subarray([...OPTIONAL_FIELD_NAMES]),
+).map(([input, mask, removed]) => ({
+  ...Object.fromEntries(Object.entries(input).filter((_, i) => (mask >> i) & 1)),
+  ...Object.fromEntries(removed.map((name) => [name, null])),
+}));
+
+/**
+ * `null` on an optional field of a create or replace means absent in every style (proto3 JSON
+ * reads it so, and gRPC's binary cannot say it: its door leaves the field out). Sent only while
+ * the table's input schema takes it: a schema that refuses it leaves REST and GraphQL refusing
+ * what Connect JSON takes, which no one model can expect.
+ */
+const NULL_IS_ABSENT = OPTIONAL_FIELD_NAMES.length > 0 &&
+  AddressInputSchema.safeParse({ ...EXAMPLE_INPUT, [OPTIONAL_FIELD_NAMES[0]!]: null }).success;
+
+/** A valid address to create or replace, with `null` on some optional fields when it means absent. */
+const input: fc.Arbitrary<AddressInput> = NULL_IS_ABSENT
+  ? fc.tuple(validAddress, fc.subarray([...OPTIONAL_FIELD_NAMES])).map(([address, nulls]) => ({
+    ...address,
+    ...Object.fromEntries(nulls.map((name) => [name, null])),
+  }))
+  : validAddress;
+
+/** If-None-Match is REST's alone: through another style, none. */
+function restOnly(through: Style, none: Precondition): Precondition {
+  return through === "REST" ? none : "none";
+}
 
 /** The commands, weighted: a restart (a new server process and gRPC child) costs most. */
 const command = fc.oneof(
   {
     weight: 8,
-    arbitrary: fc.tuple(owner, style, validAddress).map(([o, s, a]) => new Create(o, s, a)),
+    arbitrary: fc.tuple(owner, style, input).map(([o, s, a]) => new Create(o, s, a)),
   },
   {
     weight: 4,
@@ -401,19 +532,30 @@ const command = fc.oneof(
   },
   {
     weight: 6,
-    arbitrary: fc.tuple(owner, style, target, validAddress, precondition)
-      .map(([o, s, t, a, p]) => new Replace(o, s, t, p, a)),
+    arbitrary: fc.tuple(owner, style, target, input, precondition, precondition)
+      .map(([o, s, t, a, p, n]) => new Replace(o, s, t, p, a, restOnly(s, n))),
   },
   {
     weight: 6,
-    arbitrary: fc.tuple(owner, style, target, patch, precondition)
-      .map(([o, s, t, p, pre]) => new Update(o, s, t, pre, p)),
+    arbitrary: fc.tuple(owner, style, target, patch, precondition, precondition)
+      .map(([o, s, t, p, pre, n]) => new Update(o, s, t, pre, p, restOnly(s, n))),
   },
   {
     weight: 4,
-    arbitrary: fc.tuple(owner, style, target, precondition).map(([o, s, t, p]) =>
-      new Delete(o, s, t, p)
+    arbitrary: fc.tuple(owner, style, target, precondition, precondition).map(([o, s, t, p, n]) =>
+      new Delete(o, s, t, p, restOnly(s, n))
     ),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.tuple(
+      owner,
+      style,
+      style,
+      fc.nat(40),
+      fc.constantFrom("other owner" as const, "edited" as const, "own" as const),
+      fc.nat(21),
+    ).map(([o, s, from, index, use, at]) => new Token(o, s, from, index, use, at)),
   },
   {
     weight: 2,
@@ -422,8 +564,9 @@ const command = fc.oneof(
       fc.constantFrom("mine" as const, "theirs" as const, "gone" as const, "new" as const),
       fc.nat(9),
       validAddress,
+      precondition,
     )
-      .map(([o, aim, index, a]) => new PutV2(o, aim, index, a)),
+      .map(([o, aim, index, a, n]) => new PutV2(o, aim, index, a, n)),
   },
   { weight: 6, arbitrary: fc.tuple(owner, style, fault).map(([o, s, f]) => new Bad(o, s, f)) },
   { weight: 1, arbitrary: fc.constant(new Restart()) },

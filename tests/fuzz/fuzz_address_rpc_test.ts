@@ -3,13 +3,26 @@
  * (AddressService, Connect-ES) by one owner and as the REST request that means the same by
  * another, in lockstep. Each operation must get the same code in both styles (REST's
  * `errors[0].error`, gRPC's ErrorInfo.reason, or success), a refused write must store nothing,
- * and both owners' books must hold the same addresses throughout. docs/fuzzing.md: replaying.
+ * and both owners' books must hold the same addresses throughout. Every sequence has two owners
+ * of its own. docs/fuzzing.md: replaying.
+ *
+ * What the gRPC request means is read off the protobuf message itself (`isFieldSet`): a field
+ * without presence is set when not empty, a field with presence (`optional string`, an optional
+ * field of the table) when given, `""` included. So `""` is an absent member in REST for the one
+ * and `""` for the other, and a field left out (or `null`) is absent for both; an update with a
+ * mask sends a named field that is not set as REST's `null` (removing an optional field).
+ * tests/lib/optional_field_test.ts runs this file with a table that has an optional field.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { create, type DescField, isFieldSet } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { ADDRESS_FIELD_NAMES, type AddressFieldName } from "../../lib/address.ts";
 import { PAGE_SIZE } from "../../lib/schemas.ts";
+import {
+  type Address as AddressMessage,
+  AddressSchema,
+} from "../../rpc/gen/addresses/v1/addresses_pb.ts";
 import { fuzz, headerText, nastyString } from "../support/fuzz.ts";
 import { validAddress } from "../support/fuzz_http.ts";
 import { addressBook, bearer, type Fields, JSON_TYPE, MERGE_PATCH } from "../support/requests.ts";
@@ -17,30 +30,41 @@ import { addressClient, errorInfo, grpcTransport } from "../support/rpc_clients.
 import { startTestServer } from "../support/server.ts";
 import { hsToken, SECRET } from "../support/tokens.ts";
 
-/** An address as both styles send it: a field that is "" is absent (proto3 cannot say more). */
-type Input = Partial<Record<AddressFieldName, string>>;
+/** The fields of an operation: each absent, `null` (absent in a message) or a text, "" too. */
+type Input = Partial<Record<AddressFieldName, string | null>>;
+/** An address's fields as stored or set. */
+type Texts = Partial<Record<AddressFieldName, string>>;
 /** An id: one of the side's own addresses (by creation order), or one nobody can hold. */
 type Id = { own: number } | { raw: bigint };
 /** An etag: none, the address's current one, or text. */
 type Etag = undefined | { current: true } | string;
+/**
+ * Where an update or replace carries its etag over gRPC (AIP-154): the request's `etag`, the
+ * resource's `address.etag`, or both (the same). Each means REST's If-Match.
+ */
+type EtagAt = "request" | "resource" | "both";
 
 type Op =
   | { kind: "create"; input: Input; key: string | undefined }
-  | { kind: "replace" | "update"; id: Id; input: Input; etag: Etag }
+  | { kind: "replace"; id: Id; input: Input; etag: Etag; at: EtagAt }
+  | { kind: "update"; id: Id; input: Input; etag: Etag; at: EtagAt; mask: boolean }
   | { kind: "get"; id: Id }
   | { kind: "delete"; id: Id; etag: Etag }
   | { kind: "list"; pageSize: number; pageToken: string | { next: true } };
 
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
 
-const fieldValue = fc.oneof(
+const fieldValue: fc.Arbitrary<string | null> = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom("", " ", "Ada", "10115", "a-b 1") },
   { weight: 3, arbitrary: nastyString(30) },
   { weight: 1, arbitrary: fc.integer({ min: 190, max: 210 }).map((n) => "x".repeat(n)) },
+  { weight: 1, arbitrary: fc.constant(null) },
 );
 const input: fc.Arbitrary<Input> = fc.oneof(
   validAddress,
-  fc.record(Object.fromEntries(ADDRESS_FIELD_NAMES.map((name) => [name, fieldValue]))),
+  fc.record(Object.fromEntries(ADDRESS_FIELD_NAMES.map((name) => [name, fieldValue])), {
+    requiredKeys: [],
+  }),
 );
 const id: fc.Arbitrary<Id> = fc.oneof(
   { weight: 4, arbitrary: fc.nat(20).map((own) => ({ own })) },
@@ -62,13 +86,22 @@ const etag: fc.Arbitrary<Etag> = fc.oneof(
   headerSafe(20),
   fc.constant("e".repeat(1001)),
 );
+const etagAt: fc.Arbitrary<EtagAt> = fc.constantFrom("request", "resource", "both");
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({
     kind: fc.constant("create" as const),
     input,
     key: fc.option(fc.oneof(fc.constantFrom("k1", "k2"), headerSafe(260)), { nil: undefined }),
   }),
-  fc.record({ kind: fc.constantFrom("replace" as const, "update" as const), id, input, etag }),
+  fc.record({ kind: fc.constant("replace" as const), id, input, etag, at: etagAt }),
+  fc.record({
+    kind: fc.constant("update" as const),
+    id,
+    input,
+    etag,
+    at: etagAt,
+    mask: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant("get" as const), id }),
   fc.record({ kind: fc.constant("delete" as const), id, etag }),
   fc.record({
@@ -89,7 +122,7 @@ interface Side {
   /** The operation's code ("ok" on success) and the address's id if one was answered. */
   run(op: Op): Promise<{ code: string; id?: number }>;
   /** The owner's addresses, ids left out (they differ between owners). */
-  book(): Promise<Input[]>;
+  book(): Promise<Texts[]>;
 }
 
 function idOf(side: Side, ref: Id): bigint {
@@ -98,9 +131,9 @@ function idOf(side: Side, ref: Id): bigint {
   return BigInt(side.ids.length === 0 ? Number(MAX) - 7 : side.ids[ref.own % side.ids.length]!);
 }
 
-/** The fields the input sets, well-formed: both styles store a lone surrogate apart. */
-function comparable(address: Record<string, unknown>): Input {
-  const out: Input = {};
+/** The fields an answer holds, well-formed: both styles store a lone surrogate apart. */
+function comparable(address: Record<string, unknown>): Texts {
+  const out: Texts = {};
   for (const name of ADDRESS_FIELD_NAMES) {
     const value = address[name];
     if (typeof value === "string" && value !== "") out[name] = value.toWellFormed();
@@ -108,8 +141,42 @@ function comparable(address: Record<string, unknown>): Input {
   return out;
 }
 
-function setFields(input: Input): Input {
-  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== "")) as Input;
+/** The protobuf field of each address field, by the table's name. */
+const PROTO_FIELD: Readonly<Record<string, DescField>> = AddressSchema.field;
+
+/** The Address message of an input: its texts given (`null` and absent fields are not). */
+function messageOf(input: Input): AddressMessage {
+  const texts = Object.entries(input).filter(([, value]) => typeof value === "string");
+  return create(AddressSchema, Object.fromEntries(texts));
+}
+
+/** The fields the message sets, as proto3 says (an empty one without presence is not set). */
+function setFields(input: Input): Texts {
+  const message = messageOf(input) as unknown as Record<string, string>;
+  const set: Texts = {};
+  for (const name of ADDRESS_FIELD_NAMES) {
+    if (isFieldSet(message as never, PROTO_FIELD[name]!)) set[name] = message[name];
+  }
+  return set;
+}
+
+/**
+ * The merge patch an update means: the fields the message sets; with a mask naming every field of
+ * the input, those it names and does not set as `null`.
+ */
+function patchOf(input: Input, masked: boolean): Partial<Record<AddressFieldName, string | null>> {
+  const set = setFields(input);
+  if (!masked) return set;
+  return Object.fromEntries(
+    Object.keys(input).map((name) => [name, set[name as AddressFieldName] ?? null]),
+  );
+}
+
+/** The update mask naming every field of the input (protobuf names: `postal_code`). */
+function maskOf(input: Input): { paths: string[] } {
+  return {
+    paths: Object.keys(input).map((name) => PROTO_FIELD[name]!.name),
+  };
 }
 
 function restSide(base: string, token: string): Side {
@@ -152,7 +219,7 @@ function restSide(base: string, token: string): Side {
             res = await send("PUT", target, setFields(op.input), headers);
           } else {
             const patch = { ...headers, "content-type": MERGE_PATCH };
-            res = await send("PATCH", target, setFields(op.input), patch);
+            res = await send("PATCH", target, patchOf(op.input, op.mask), patch);
           }
         }
       }
@@ -181,7 +248,7 @@ function rpcSide(grpcUrl: string, token: string): Side {
       try {
         switch (op.kind) {
           case "create": {
-            const request = { address: op.input, requestId: op.key ?? "" };
+            const request = { address: messageOf(op.input), requestId: op.key ?? "" };
             return answered(await client.createAddress(request, options));
           }
           case "list": {
@@ -199,18 +266,23 @@ function rpcSide(grpcUrl: string, token: string): Side {
           await client.deleteAddress({ id: target, etag }, options);
           return { code: "ok" };
         }
-        const request = { id: target, address: op.input, etag };
+        const address = messageOf(op.input);
+        if (op.at !== "request") address.etag = etag;
+        const request = { id: target, address, etag: op.at === "resource" ? "" : etag };
         return answered(
           op.kind === "replace"
             ? await client.replaceAddress(request, options)
-            : await client.updateAddress(request, options),
+            : await client.updateAddress(
+              op.mask ? { ...request, updateMask: maskOf(op.input) } : request,
+              options,
+            ),
         );
       } catch (error) {
         return { code: errorInfo(error as ConnectError)?.reason ?? String(error) };
       }
     },
     async book() {
-      const all: Input[] = [];
+      const all: Texts[] = [];
       let pageToken = "";
       do {
         const page = await client.listAddresses({ pageSize: PAGE_SIZE.max, pageToken }, options);
@@ -230,12 +302,15 @@ function answered(address: { id: bigint }): { code: string; id: number } {
 Deno.test("random operations get the same code over gRPC as over REST, and the same state", async () => {
   const server = await startTestServer({ AUTH_JWT_SECRET: SECRET });
   const scope = "addresses:read addresses:write";
-  const sides: [string, Side][] = [
-    ["REST", restSide(server.httpUrl, await hsToken({ sub: "over-rest", scope }))],
-    ["gRPC", rpcSide(server.grpcUrl!, await hsToken({ sub: "over-grpc", scope }))],
-  ];
+  let sequence = 0;
   try {
     await fuzz("address styles", 40, fc.array(op, { minLength: 1, maxLength: 6 }), async (ops) => {
+      // Two owners of its own: a sequence (shrunk ones too) starts from two empty books.
+      sequence++;
+      const sides: [string, Side][] = [
+        ["REST", restSide(server.httpUrl, await hsToken({ sub: `rest-${sequence}`, scope }))],
+        ["gRPC", rpcSide(server.grpcUrl!, await hsToken({ sub: `grpc-${sequence}`, scope }))],
+      ];
       for (const [step, operation] of ops.entries()) {
         const what = `step ${step}: ${
           JSON.stringify(operation, (_, v) =>

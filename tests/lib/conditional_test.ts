@@ -1,12 +1,19 @@
 /**
  * lib/http/etag.ts and conditional.ts: strong ETags, If-Match (RFC 9110 13.1.1, strong
- * comparison), If-None-Match (13.1.2, weak comparison) and the 200/304 answer of a conditional
- * JSON read.
+ * comparison), If-None-Match (13.1.2, weak comparison), their order on a write (13.2.2) and the
+ * 200/304 answer of a conditional JSON read.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { BOOKS_CACHE_CONTROL, conditionalJson } from "../../lib/http/conditional.ts";
-import { contentEtag, ifMatchHits, ifNoneMatchHits, versionEtag } from "../../lib/http/etag.ts";
+import {
+  collectionCondition,
+  contentEtag,
+  ifMatchHits,
+  ifNoneMatchHits,
+  newVersionEtag,
+  writePrecondition,
+} from "../../lib/http/etag.ts";
 
 const encoder = new TextEncoder();
 
@@ -54,8 +61,7 @@ Deno.test("ifNoneMatchHits: weak comparison over a list, and *", () => {
 });
 
 Deno.test("ifMatchHits: strong comparison over a list, and *; a weak tag never matches", () => {
-  const etag = versionEtag("00000000000000010000");
-  assert.equal(etag, '"00000000000000010000"');
+  const etag = '"00000000000000010000"';
   const cases: [string, boolean][] = [
     ["", false],
     [etag, true],
@@ -77,6 +83,54 @@ Deno.test("ifMatchHits: strong comparison over a list, and *; a weak tag never m
   assert.equal(ifMatchHits('"x", *', undefined), true);
   assert.equal(ifMatchHits('"x"', undefined), false);
   assert.equal(ifMatchHits("", undefined), false);
+});
+
+Deno.test("newVersionEtag: strong, quoted, 128 random bits, never the same twice", () => {
+  const tags = new Set(Array.from({ length: 10_000 }, newVersionEtag));
+  assert.equal(tags.size, 10_000);
+  for (const tag of tags) assert.match(tag, /^"[A-Za-z0-9_-]{22}"$/);
+});
+
+Deno.test("writePrecondition: RFC 9110 13.2.2 — If-Match first, then If-None-Match, on the current ETag or none", () => {
+  const etag = '"v1"';
+  const cases: [string | undefined, string | undefined, string | undefined, string | undefined][] =
+    [
+      // [If-Match, If-None-Match, current ETag (undefined: none), the header that fails]
+      [etag, undefined, etag, undefined],
+      ['"v0"', undefined, etag, "If-Match"],
+      ["*", undefined, etag, undefined],
+      ["*", undefined, undefined, "If-Match"],
+      [etag, undefined, undefined, "If-Match"],
+      [`W/${etag}`, undefined, etag, "If-Match"],
+      [undefined, "*", etag, "If-None-Match"],
+      [undefined, "*", undefined, undefined],
+      [undefined, etag, etag, "If-None-Match"],
+      [undefined, `W/${etag}`, etag, "If-None-Match"],
+      [undefined, `"v0", ${etag}`, etag, "If-None-Match"],
+      [undefined, '"v0"', etag, undefined],
+      [undefined, etag, undefined, undefined],
+      // Both: If-Match decides first; only when it holds does If-None-Match count.
+      ['"v0"', "*", etag, "If-Match"],
+      ['"v0"', "*", undefined, "If-Match"],
+      [etag, "*", etag, "If-None-Match"],
+      [etag, '"v0"', etag, undefined],
+      ["*", etag, etag, "If-None-Match"],
+    ];
+  for (const [ifMatch, ifNoneMatch, current, failed] of cases) {
+    const condition = writePrecondition(ifMatch, ifNoneMatch)!;
+    assert.equal(condition(current), failed, `${ifMatch} / ${ifNoneMatch} on ${current}`);
+  }
+  assert.equal(writePrecondition(undefined, undefined), undefined, "no condition");
+});
+
+Deno.test("collectionCondition: the collection exists and has no ETag", () => {
+  assert.equal(collectionCondition(undefined, undefined), undefined);
+  assert.equal(collectionCondition("*", undefined), undefined);
+  assert.equal(collectionCondition('"x"', undefined), "If-Match");
+  assert.equal(collectionCondition(undefined, "*"), "If-None-Match");
+  assert.equal(collectionCondition(undefined, '"x", W/"y"'), undefined);
+  assert.equal(collectionCondition('"x"', "*"), "If-Match");
+  assert.equal(collectionCondition("*", "*"), "If-None-Match");
 });
 
 const otherTag = fc.stringMatching(/^[a-z0-9]{0,8}$/).map((s) => `"x${s}"`);

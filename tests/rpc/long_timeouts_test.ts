@@ -189,7 +189,7 @@ Deno.test("a deadline further away than a timer can wait is no deadline, on ever
     assert.match(h2Web.body.toString("latin1"), /grpc-status: ?0\r\n/);
     const h2Connect = await h2Post(session, BOOKS, connect, new TextEncoder().encode("{}"));
     assert.equal(h2Connect.status, 200);
-    // Native gRPC through Connect's handler (a body the fast path hands over: an unknown field).
+    // Native gRPC through Connect's handler (a deadline past a timer's reach is never the lean path's).
     const unknownField = new Uint8Array([0, 0, 0, 0, 2, 0x08, 0x01]);
     const grpc = await h2Post(
       session,

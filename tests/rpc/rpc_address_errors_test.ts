@@ -239,7 +239,8 @@ Deno.test("preconditions, field masks and request ids", async (t) => {
       }
       const same = await client.updateAddress({
         id: address.id,
-        address: { id: 5n, etag: '"x"' },
+        // `address.etag` is a precondition (AIP-154), whatever the mask names: the current one.
+        address: { id: 5n, etag: current.etag },
         updateMask: { paths: ["id", "etag"] },
       });
       assert.deepEqual(same, current, "nothing changed: not even the etag");

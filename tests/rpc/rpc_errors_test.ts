@@ -101,6 +101,7 @@ Deno.test("every application error code has a gRPC status matching its HTTP stat
     429: [Code.ResourceExhausted],
     500: [Code.Internal],
     503: [Code.Unavailable],
+    504: [Code.DeadlineExceeded],
   };
   for (const [code, definition] of Object.entries(ERROR_DEFINITIONS)) {
     const grpcCode = GRPC_CODE_OF[code as ErrorCode];

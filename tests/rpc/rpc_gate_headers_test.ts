@@ -1,9 +1,9 @@
 /**
  * The gate's headers reach every RPC answer alike: the same call admitted, refused for its token,
  * or refused for the rate limit is answered with the same RateLimit, WWW-Authenticate, Retry-After
- * and gRPC retry pushback whichever way it went: the gRPC listener's fast path, the fast path's
- * fallback to Connect (a body it does not answer itself), Connect's own handlers on the gRPC port
- * (gRPC-Web, Connect) and on the HTTP port, and the answer to a method no service has. Before,
+ * and gRPC retry pushback whichever way it went: the gRPC listener's lean unary path (rpc/unary/) with a plain request
+ * and with one holding an unknown field, Connect's own handlers on the gRPC port (JSON) and on
+ * the HTTP port, and the answer to a method no service has. Before,
  * the fallback and the unknown method's answer carried no RateLimit headers, and the unknown
  * method's refusal no `grpc-retry-pushback-ms`.
  */
@@ -17,7 +17,7 @@ import { hsToken, SECRET } from "../support/tokens.ts";
 
 const UNKNOWN_PATH = "/books.v1.BooksService/nothing";
 // An uncompressed envelope of an empty BooksRequest; and one holding an unknown field (1 = 1),
-// which the fast path hands to Connect's handler.
+// which the old books fast path handed to Connect's handler (the lean path takes both).
 const EMPTY = new Uint8Array(5);
 const UNKNOWN_FIELD = new Uint8Array([0, 0, 0, 0, 2, 0x08, 0x01]);
 
@@ -68,8 +68,8 @@ function calls(
     return { headers, code: headers.get("grpc-status") ?? `HTTP ${res.status}` };
   };
   return [
-    ["gRPC, fast path", h2(BOOKS_PATH, "application/grpc", EMPTY)],
-    ["gRPC, fast path's fallback", h2(BOOKS_PATH, "application/grpc", UNKNOWN_FIELD)],
+    ["gRPC, lean path", h2(BOOKS_PATH, "application/grpc", EMPTY)],
+    ["gRPC, lean path, an unknown field", h2(BOOKS_PATH, "application/grpc", UNKNOWN_FIELD)],
     ["gRPC-Web, gRPC port", h2(BOOKS_PATH, "application/grpc-web+proto", EMPTY)],
     ["Connect, gRPC port", h2(BOOKS_PATH, "application/proto", new Uint8Array())],
     ["gRPC, unknown method", h2(UNKNOWN_PATH, "application/grpc", EMPTY)],
@@ -110,7 +110,7 @@ Deno.test("every way an RPC is answered carries the gate's headers alike", async
   const reader = bearer(await hsToken({ sub: "reader", scope: "books:read" }));
   const policy = '"default";q=20;w=3600';
   try {
-    // The token verified once on each port: later calls are decided at once, so the fast path
+    // The token verified once on each port: later calls are decided at once, so the lean path
     // may take them.
     await calls(grpc, server.httpUrl, reader)[3]![1]();
     await calls(grpc, server.httpUrl, reader)[6]![1]();

@@ -27,7 +27,7 @@ const PUBLIC = new Set([
   "/docs/errors",
 ]);
 
-/** A native gRPC call with grpc-js (the listener's fast path): its status code and metadata. */
+/** A native gRPC call with grpc-js (the listener's lean unary path): its status code and metadata. */
 function grpcJsCall(client: GrpcJsClient, token: string | undefined) {
   return grpcJsUnary(client, "books", {}, bearer(token));
 }
@@ -140,7 +140,7 @@ Deno.test("AUTH_BOOKS=required: every route of every protocol on both ports pass
       });
     }
 
-    await t.step("native gRPC with grpc-js (the listener's fast path)", async () => {
+    await t.step("native gRPC with grpc-js (the listener's lean unary path)", async () => {
       assert.equal((await grpcJsCall(grpcClient, undefined)).code, grpc.status.UNAUTHENTICATED);
       assert.equal((await grpcJsCall(grpcClient, other)).code, grpc.status.PERMISSION_DENIED);
       assert.equal((await grpcJsCall(grpcClient, reader)).code, grpc.status.OK);

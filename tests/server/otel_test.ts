@@ -96,7 +96,7 @@ Deno.test("OpenTelemetry: route-named spans from REST, GraphQL and gRPC; traceId
         },
       });
     await rpc(connectTransport(server.httpUrl, "1.1"), "otel-connect");
-    // Native gRPC, empty request: the listener's fast path answers it.
+    // Native gRPC, empty request: the listener's lean unary path answers it.
     await rpc(grpcTransport(server.grpcUrl!), "otel-grpc");
     // Connect on the gRPC listener goes through Connect's handler and the interceptor.
     await rpc(connectTransport(server.grpcUrl!, "2"), "otel-grpc-connect");

@@ -4,6 +4,7 @@
  * out twice by stores sharing a KV. tests/store/id_blocks_test.ts checks the last across processes.
  */
 import assert from "node:assert/strict";
+import { writePrecondition } from "../../lib/http/etag.ts";
 import { AppError } from "../../lib/errors.ts";
 import { openAddressStore } from "../../store/addresses/repository.ts";
 import { COUNTER, MAX_ID, MAX_PUT_AHEAD } from "../../store/addresses/keys.ts";
@@ -47,7 +48,7 @@ Deno.test("v2 PUT creates above the id counter and moves it; at or below it, 409
   // If-Match on an id the caller does not hold fails, wherever the id is.
   for (const id of [1, 4, far.address.id + 5]) {
     await assert.rejects(
-      store.putAt("carol", id, input, () => true),
+      store.putAt("carol", id, input, writePrecondition("*")),
       isCode("precondition-failed"),
     );
   }

@@ -1,12 +1,18 @@
 /**
  * The address store (store/addresses/repository.ts) on an in-memory KV: create, read, replace,
- * delete and list by the interface's rules, preconditions, cursors, and each owner's addresses
- * kept apart.
+ * delete and list by the interface's rules, preconditions (If-Match, If-None-Match), ETags,
+ * page tokens, and each owner's addresses kept apart.
  */
 import assert from "node:assert/strict";
 import { AppError } from "../../lib/errors.ts";
-import { decodeCursor, encodeCursor } from "../../store/addresses/keys.ts";
+import { type Precondition, writePrecondition } from "../../lib/http/etag.ts";
 import { openAddressStore } from "../../store/addresses/repository.ts";
+import { PAGE_TOKEN_KEY, pageTokens } from "../../store/addresses/page_tokens.ts";
+
+/** A precondition that holds whatever the state (the store still reads and checks it). */
+const any: Precondition = () => undefined;
+/** `If-Match: *`: holds only on an address the caller has. */
+const ifExists = writePrecondition("*")!;
 
 const input = { name: "Ada", city: "London", postalCode: "W1J 7NT" };
 const isCode = (code: string) => (e: unknown) => e instanceof AppError && e.code === code;
@@ -24,7 +30,7 @@ Deno.test("address create/get/put/delete keep the interface's rules", async () =
   const put = await store.put(OWNER, 1, { name: "Other", city: "Paris", postalCode: "75001" });
   assert.equal(put.created, false);
   assert.deepEqual(put.address, { id: 1, name: "Ada", city: "Paris", postalCode: "75001" });
-  assert.notEqual(put.versionstamp, a.versionstamp);
+  assert.notEqual(put.etag, a.etag);
 
   // Absent: stored as new with a generated id, not the path id.
   const created = await store.put(OWNER, 77, { name: "New", city: "Rome", postalCode: "00100" });
@@ -42,12 +48,11 @@ Deno.test("address create/get/put/delete keep the interface's rules", async () =
   assert.equal((await store.create(OWNER, input)).address.id, 4);
 });
 
-Deno.test("a precondition: a stale versionstamp is 412 and changes nothing", async () => {
+Deno.test("a precondition: a stale ETag is 412 and changes nothing", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = openAddressStore(kv);
   const a = await store.create(OWNER, input);
-  const isVersion = (versionstamp: string) => versionstamp === a.versionstamp;
-  const any = () => true;
+  const isVersion = writePrecondition(a.etag)!;
   const updated = await store.put(OWNER, 1, { ...input, city: "Bath" }, isVersion);
   assert.equal(updated.address.city, "Bath");
   const isPrecondition = (e: unknown) => e instanceof AppError && e.code === "precondition-failed";
@@ -56,10 +61,87 @@ Deno.test("a precondition: a stale versionstamp is 412 and changes nothing", asy
     isPrecondition,
   );
   await assert.rejects(store.delete(OWNER, 1, isVersion), isPrecondition);
-  await assert.rejects(store.put(OWNER, 50, input, any), isPrecondition);
+  await assert.rejects(store.put(OWNER, 50, input, ifExists), isPrecondition);
   assert.equal((await store.get(OWNER, 1))?.address.city, "Bath");
-  await store.delete(OWNER, 1, any);
+  await store.delete(OWNER, 1, ifExists);
   assert.equal(await store.get(OWNER, 1), undefined);
+});
+
+Deno.test("If-None-Match: 412 on the caller's address it matches (or *), create-if-absent on a free id", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const store = openAddressStore(kv);
+  const a = await store.create(OWNER, input);
+  const failed = (detail: RegExp) => (e: unknown) =>
+    e instanceof AppError && e.code === "precondition-failed" && detail.test(e.message);
+  const absentOnly = writePrecondition(undefined, "*")!;
+  const notThis = writePrecondition(undefined, `W/${a.etag}`)!;
+  await assert.rejects(
+    store.putAt(OWNER, 1, { ...input, name: "X" }, absentOnly),
+    failed(/If-None-Match/),
+  );
+  await assert.rejects(
+    store.put(OWNER, 1, { ...input, city: "X" }, absentOnly),
+    failed(/If-None-Match/),
+  );
+  await assert.rejects(
+    store.patch(OWNER, 1, (c) => ({ ...c, city: "X" }), notThis),
+    failed(/If-None-Match/),
+  );
+  await assert.rejects(store.delete(OWNER, 1, absentOnly), failed(/If-None-Match/));
+  assert.deepEqual(
+    await store.get(OWNER, 1),
+    { address: a.address, etag: a.etag },
+    "nothing changed",
+  );
+  // Another tag goes ahead; so does `*` where the caller has nothing (another owner's id too,
+  // for a v1 PUT: it creates elsewhere).
+  const other = writePrecondition(undefined, '"other"')!;
+  const patched = await store.patch(OWNER, 1, (c) => ({ ...c, city: "Bath" }), other);
+  assert.equal(patched.address.city, "Bath");
+  const created = await store.putAt(OWNER, 5000, input, absentOnly);
+  assert.equal(created.created, true);
+  assert.equal(created.address.id, 5000);
+  await assert.rejects(store.putAt(OWNER, 5000, input, absentOnly), failed(/If-None-Match/));
+  assert.equal((await store.put("bob", 1, input, absentOnly)).created, true);
+  // If-Match first (RFC 9110 13.2.2): both fail, If-Match is named.
+  const both = writePrecondition('"stale"', "*")!;
+  await assert.rejects(store.delete(OWNER, 1, both), failed(/If-Match does not match/));
+  // If-Match holds, If-None-Match fails.
+  const matchButExists = writePrecondition(patched.etag, "*")!;
+  await assert.rejects(store.delete(OWNER, 1, matchButExists), failed(/If-None-Match/));
+  await store.delete(OWNER, 1, writePrecondition(patched.etag, '"other"'));
+  assert.equal(await store.get(OWNER, 1), undefined);
+});
+
+Deno.test("ETags: one per version, unique across a batch of creations, opaque, strong", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const store = openAddressStore(kv);
+  // Created together: one atomic operation (one versionstamp), 24 ETags.
+  const owners = Array.from({ length: 24 }, (_, i) => i % 2 ? "alice" : "bob");
+  const created = await Promise.all(owners.map((owner) => store.create(owner, input)));
+  const ids = new Set(created.map((c) => c.address.id));
+  assert.equal(ids.size, 24);
+  const stamps = new Set<string>();
+  for await (const e of kv.list({ prefix: ["addresses"] })) stamps.add(e.versionstamp);
+  assert.ok(stamps.size < 24, `group commits: ${stamps.size} versionstamps`);
+  const etags = new Set(created.map((c) => c.etag));
+  assert.equal(etags.size, 24);
+  for (const etag of etags) {
+    assert.match(etag, /^"[A-Za-z0-9_-]{22}"$/);
+    for (const stamp of stamps) assert.ok(!etag.includes(stamp), "nothing of a versionstamp");
+  }
+  // Another address's ETag, even one of the same owner and batch, is not this one's.
+  const alices = created.filter((_, i) => owners[i] === "alice");
+  const [one, two] = [alices[0]!, alices[1]!];
+  const change = (c: typeof input) => ({ ...c, city: "X" });
+  await assert.rejects(
+    store.patch("alice", two.address.id, change, writePrecondition(one.etag)),
+    isCode("precondition-failed"),
+  );
+  assert.deepEqual(await store.get("alice", two.address.id), {
+    address: two.address,
+    etag: two.etag,
+  });
 });
 
 Deno.test("two owners: each sees, changes and lists only their own addresses", async () => {
@@ -72,7 +154,7 @@ Deno.test("two owners: each sees, changes and lists only their own addresses", a
   assert.equal(await store.get("bob", 1), undefined);
   assert.deepEqual((await store.get("alice", 1))?.address, { id: 1, ...input });
   await assert.rejects(store.delete("bob", 1), isCode("address-not-found"));
-  await assert.rejects(store.delete("bob", 1, () => true), isCode("address-not-found"));
+  await assert.rejects(store.delete("bob", 1, any), isCode("address-not-found"));
   await assert.rejects(
     store.patch("bob", 1, (c) => ({ ...c, city: "X" })),
     isCode("address-not-found"),
@@ -84,11 +166,11 @@ Deno.test("two owners: each sees, changes and lists only their own addresses", a
   assert.equal(put.address.id, 3);
   assert.deepEqual((await store.get("alice", 1))?.address, { id: 1, ...input });
   // With If-Match, the other owner's address is absent: the condition fails.
-  await assert.rejects(store.put("bob", 1, input, () => true), isCode("precondition-failed"));
+  await assert.rejects(store.put("bob", 1, input, ifExists), isCode("precondition-failed"));
 
   // v2 PUT on another owner's id: 409 id-taken; with If-Match 412.
   await assert.rejects(store.putAt("bob", 1, input), isCode("id-taken"));
-  await assert.rejects(store.putAt("bob", 1, input, () => true), isCode("precondition-failed"));
+  await assert.rejects(store.putAt("bob", 1, input, ifExists), isCode("precondition-failed"));
 
   const ids = async (owner: string) =>
     (await store.list(owner, { limit: 50 })).items.map((s) => s.address.id);
@@ -104,20 +186,28 @@ Deno.test("two owners: each sees, changes and lists only their own addresses", a
   assert.equal((await store.create("carol", input)).address.id, 4);
 });
 
-Deno.test("index entry and record share the versionstamp (the ETag) after each write", async () => {
+Deno.test("index entry and record carry the version's ETag (and one versionstamp) after each write", async () => {
   using kv = await Deno.openKv(":memory:");
   const store = openAddressStore(kv);
   const a = await store.create("alice", input);
-  const check = async (versionstamp: string) => {
-    const [record, index] = await kv.getMany([["addresses", 1], ["owner_addresses", "alice", 1]]);
-    assert.equal(record.versionstamp, versionstamp);
-    assert.equal(index.versionstamp, versionstamp);
-    assert.deepEqual(index.value, (record.value as { address: unknown }).address);
+  const seen = new Set<string>();
+  const check = async (stored: { etag: string; address: unknown }) => {
+    const [record, index] = await kv.getMany<[{ address: unknown; etag: string }, unknown]>([
+      ["addresses", 1],
+      ["owner_addresses", "alice", 1],
+    ]);
+    assert.equal(record.versionstamp, index.versionstamp);
+    assert.equal(record.value?.etag, stored.etag);
+    assert.deepEqual(index.value, { etag: stored.etag, address: stored.address });
+    assert.deepEqual(record.value?.address, stored.address);
+    assert.ok(!seen.has(stored.etag), "a new version, a new ETag");
+    seen.add(stored.etag);
+    assert.deepEqual(await store.get("alice", 1), { address: stored.address, etag: stored.etag });
   };
-  await check(a.versionstamp);
-  await check((await store.put("alice", 1, { ...input, city: "Bath" })).versionstamp);
-  await check((await store.putAt("alice", 1, { ...input, name: "Eve" })).versionstamp);
-  await check((await store.patch("alice", 1, (c) => ({ ...c, postalCode: "BA1" }))).versionstamp);
+  await check(a);
+  await check(await store.put("alice", 1, { ...input, city: "Bath" }));
+  await check(await store.putAt("alice", 1, { ...input, name: "Eve" }));
+  await check(await store.patch("alice", 1, (c) => ({ ...c, postalCode: "BA1" })));
   const listed = await store.list("alice", { limit: 1 });
   assert.deepEqual(listed.items[0]?.address, {
     id: 1,
@@ -161,14 +251,49 @@ Deno.test("listing pages one owner's addresses while others interleave", async (
   assert.deepEqual(seen, [1, 4, 7]);
 });
 
-Deno.test("cursors round-trip and foreign cursors are invalid-parameter", () => {
-  assert.equal(decodeCursor(encodeCursor(12345)), 12345);
-  for (const bad of ["", "abc", "!!!!", btoa("a1:0"), btoa("a1:-1"), btoa("x:1"), "A".repeat(41)]) {
-    assert.throws(
-      () => decodeCursor(bad),
-      (e) => e instanceof AppError && e.code === "invalid-parameter",
-      bad,
-    );
+Deno.test("page tokens: round-trip, bound to the owner and the KV, any edit refused", async () => {
+  using kv = await Deno.openKv(":memory:");
+  using other = await Deno.openKv(":memory:");
+  const tokens = pageTokens(kv);
+  const refused = (e: unknown) => e instanceof AppError && e.code === "invalid-parameter";
+  for (const id of [1, 255, 256, 12345, 2 ** 53 - 1]) {
+    const token = await tokens.after("alice", id);
+    assert.match(token, /^[A-Za-z0-9_-]{22}$/);
+    assert.equal(await tokens.position("alice", token), id);
+    // Enciphered, not encoded: the next position's token differs in most of its bytes.
+    const next = await tokens.after("alice", id - 1 || 2);
+    const [x, y] = [token, next].map((t) => atob(t.replaceAll("-", "+").replaceAll("_", "/")));
+    assert.ok([...x!].filter((c, i) => c !== y![i]).length >= 8, `${token} and ${next}`);
+    await assert.rejects(tokens.position("bob", token), refused, "another owner's");
+    await assert.rejects(pageTokens(other).position("alice", token), refused, "another KV's");
+  }
+  // Every one-character edit of a token is refused.
+  const token = await tokens.after("alice", 7);
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  for (let i = 0; i < token.length; i++) {
+    for (const c of alphabet) {
+      if (c === token[i]) continue;
+      const edited = token.slice(0, i) + c + token.slice(i + 1);
+      await assert.rejects(tokens.position("alice", edited), refused, edited);
+    }
+  }
+  for (const bad of ["", "abc", "!!!!", btoa("a1:7"), btoa("a1:-1"), "A".repeat(22), token + "A"]) {
+    await assert.rejects(tokens.position("alice", bad), refused, bad);
+  }
+  // The key is made once per KV, and every store on it shares it.
+  const key = (await kv.get(PAGE_TOKEN_KEY)).versionstamp;
+  assert.equal(await pageTokens(kv).position("alice", token), 7);
+  assert.equal((await kv.get(PAGE_TOKEN_KEY)).versionstamp, key);
+});
+
+Deno.test("page tokens: processes opening one KV together agree on one key", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const all = Array.from({ length: 5 }, () => pageTokens(kv));
+  const made = await Promise.all(all.map((t, i) => t.after("alice", 100 + i)));
+  for (const [i, t] of all.entries()) {
+    for (const [j, token] of made.entries()) {
+      assert.equal(await t.position("alice", token), 100 + j, `${i}`);
+    }
   }
 });
 

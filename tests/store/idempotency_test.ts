@@ -137,9 +137,14 @@ Deno.test("keys are scoped to the owner", async () => {
     store.create("bob", GRACE, "k"),
     (e) => e instanceof AppError && e.code === "idempotency-key-reused",
   );
-  // The key is stored with the address, in the same atomic operation (one versionstamp).
-  const key = await kv.get(["idempotency", "alice", "k"]);
-  assert.equal(key.versionstamp, a.versionstamp);
+  // The key is stored with the address, in the same atomic operation (one versionstamp), and
+  // replays its ETag.
+  const [key, record] = await kv.getMany<[{ etag: string }, unknown]>([
+    ["idempotency", "alice", "k"],
+    ["addresses", a.address.id],
+  ]);
+  assert.equal(key.versionstamp, record.versionstamp);
+  assert.equal(key.value?.etag, a.etag);
 });
 
 Deno.test("two processes on one KV: 20 identical keyed POSTs give one address", async () => {

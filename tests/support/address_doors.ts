@@ -59,12 +59,22 @@ export interface AddressDoor {
   /** A read; an absent address is `address-not-found` (GraphQL's `null` included). */
   get(id: number): Promise<Outcome<Stored>>;
   page(size: number, cursor?: string): Promise<Outcome<Page>>;
-  /** Version 1 PUT; `created` where the style says so (REST's 201). */
-  replace(id: number, input: AddressInput, ifMatch?: string): Promise<
+  /**
+   * Version 1 PUT; `created` where the style says so (REST's 201). `ifNoneMatch` (REST's
+   * If-None-Match) only through REST: the other doors refuse to send one.
+   */
+  replace(id: number, input: AddressInput, ifMatch?: string, ifNoneMatch?: string): Promise<
     Outcome<Stored & { created?: boolean }>
   >;
-  update(id: number, patch: Patch, ifMatch?: string): Promise<Outcome<Stored>>;
-  remove(id: number, ifMatch?: string): Promise<Outcome<null>>;
+  update(id: number, patch: Patch, ifMatch?: string, ifNoneMatch?: string): Promise<
+    Outcome<Stored>
+  >;
+  remove(id: number, ifMatch?: string, ifNoneMatch?: string): Promise<Outcome<null>>;
+}
+
+/** The doors without If-None-Match: a test that gives one there is wrong, not the server. */
+function noIfNoneMatch(style: string, ifNoneMatch: string | undefined): void {
+  if (ifNoneMatch !== undefined) throw new Error(`${style} has no If-None-Match`);
 }
 
 /** The address fields of an answer, an absent (null, empty) one left out, in the table's order. */
@@ -102,12 +112,17 @@ function restStored(answer: RestAnswer) {
 /** REST through the client generated from the OpenAPI document. */
 export function restDoor(base: string, token?: string): AddressDoor & {
   /** Version 2 PUT (REST only): created at `id` or replaced whole. */
-  putV2(id: number, input: AddressInput): Promise<Outcome<Stored & { created: boolean }>>;
+  putV2(id: number, input: AddressInput, ifNoneMatch?: string): Promise<
+    Outcome<Stored & { created: boolean }>
+  >;
 } {
   const api = createBooksClient(base, token === undefined ? {} : { token });
-  const path = (id: number, ifMatch?: string) => ({
+  const path = (id: number, ifMatch?: string, ifNoneMatch?: string) => ({
     path: { id },
-    header: ifMatch === undefined ? {} : { "if-match": ifMatch },
+    header: {
+      ...ifMatch !== undefined && { "if-match": ifMatch },
+      ...ifNoneMatch !== undefined && { "if-none-match": ifNoneMatch },
+    },
   });
   return {
     style: "REST",
@@ -129,31 +144,36 @@ export function restDoor(base: string, token?: string): AddressDoor & {
         next: data.nextCursor,
       }));
     },
-    async replace(id, input, ifMatch) {
-      const answer = await api.PUT("/addresses/{id}", { params: path(id, ifMatch), body: input });
+    async replace(id, input, ifMatch, ifNoneMatch) {
+      const answer = await api.PUT("/addresses/{id}", {
+        params: path(id, ifMatch, ifNoneMatch),
+        body: input,
+      });
       const created = answer.response.status === 201;
       return restOutcome(answer, (data) => ({ ...restStored(answer)(data), created }));
     },
-    async putV2(id, input) {
+    async putV2(id, input, ifNoneMatch) {
       const answer = await api.PUT("/addresses/{id}", {
-        params: path(id),
+        params: path(id, undefined, ifNoneMatch),
         body: input,
         headers: { "content-type": V2 },
       });
       const created = answer.response.status === 201;
       return restOutcome(answer, (data) => ({ ...restStored(answer)(data), created }));
     },
-    async update(id, patch, ifMatch) {
+    async update(id, patch, ifMatch, ifNoneMatch) {
       const answer = await api.PATCH("/addresses/{id}", {
-        params: path(id, ifMatch),
+        params: path(id, ifMatch, ifNoneMatch),
         // A merge patch may carry null; the generated type of this all-required address cannot.
         body: patch as Record<string, string>,
         headers: { "content-type": MERGE_PATCH },
       });
       return restOutcome(answer, restStored(answer));
     },
-    async remove(id, ifMatch) {
-      const answer = await api.DELETE("/addresses/{id}", { params: path(id, ifMatch) });
+    async remove(id, ifMatch, ifNoneMatch) {
+      const answer = await api.DELETE("/addresses/{id}", {
+        params: path(id, ifMatch, ifNoneMatch),
+      });
       return restOutcome(answer, () => null);
     },
   };
@@ -211,7 +231,8 @@ export function graphqlDoor(base: string, token?: string): AddressDoor {
         next: addresses.pageInfo.hasNextPage ? addresses.pageInfo.endCursor : null,
       }));
     },
-    async replace(id, input, ifMatch) {
+    async replace(id, input, ifMatch, ifNoneMatch) {
+      noIfNoneMatch("GraphQL", ifNoneMatch);
       const answer = await api.request(ReplaceAddressDocument, {
         id: String(id),
         input,
@@ -219,7 +240,8 @@ export function graphqlDoor(base: string, token?: string): AddressDoor {
       });
       return graphqlOutcome(answer, (data) => fromNode(data.replaceAddress!));
     },
-    async update(id, patch, ifMatch) {
+    async update(id, patch, ifMatch, ifNoneMatch) {
+      noIfNoneMatch("GraphQL", ifNoneMatch);
       const answer = await api.request(UpdateAddressDocument, {
         id: String(id),
         patch,
@@ -227,7 +249,8 @@ export function graphqlDoor(base: string, token?: string): AddressDoor {
       });
       return graphqlOutcome(answer, (data) => fromNode(data.updateAddress!));
     },
-    async remove(id, ifMatch) {
+    async remove(id, ifMatch, ifNoneMatch) {
+      noIfNoneMatch("GraphQL", ifNoneMatch);
       const answer = await api.request(DeleteAddressDocument, {
         id: String(id),
         ...ifMatchOf(ifMatch),
@@ -323,18 +346,20 @@ export function rpcDoor(transport: Transport, framing: RpcFraming, token?: strin
           next: answer.nextPageToken === "" ? null : answer.nextPageToken,
         };
       }),
-    replace: (id, input, ifMatch) =>
-      rpcOutcome(async () =>
-        fromMessage(
+    replace: (id, input, ifMatch, ifNoneMatch) =>
+      rpcOutcome(async () => {
+        noIfNoneMatch(framing, ifNoneMatch);
+        return fromMessage(
           await client.replaceAddress(
             { id: BigInt(id), address: message(input), etag: ifMatch ?? "" },
             { headers },
           ),
-        )
-      ),
-    update: (id, patch, ifMatch) =>
-      rpcOutcome(async () =>
-        fromMessage(
+        );
+      }),
+    update: (id, patch, ifMatch, ifNoneMatch) =>
+      rpcOutcome(async () => {
+        noIfNoneMatch(framing, ifNoneMatch);
+        return fromMessage(
           await client.updateAddress({
             id: BigInt(id),
             address: message(patch),
@@ -344,10 +369,11 @@ export function rpcDoor(transport: Transport, framing: RpcFraming, token?: strin
             },
             etag: ifMatch ?? "",
           }, { headers }),
-        )
-      ),
-    remove: (id, ifMatch) =>
+        );
+      }),
+    remove: (id, ifMatch, ifNoneMatch) =>
       rpcOutcome(async () => {
+        noIfNoneMatch(framing, ifNoneMatch);
         await client.deleteAddress({ id: BigInt(id), etag: ifMatch ?? "" }, { headers });
         return null;
       }),

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { addressInputOf, mergePatch } from "../../lib/address.ts";
+import { ADDRESS_FIELD_NAMES, addressInputOf } from "../../lib/address.ts";
 import type { Patch, Stored } from "./address_doors.ts";
 import type { Address, AddressInput } from "./requests.ts";
 
@@ -29,12 +29,14 @@ export interface Ids {
 export interface Model {
   books: [Map<number, Entry>, Map<number, Entry>];
   ids: Ids;
+  /** Every ETag answered for a write in this sequence: no two versions of anything share one. */
+  etags: Set<string>;
   /** The first creation of each owner's Idempotency-Key: what it sent and was answered. */
   keys: Map<string, { input: AddressInput; answer: Stored }>;
 }
 
 export function newModel(ids: Ids): Model {
-  return { books: [new Map(), new Map()], ids, keys: new Map() };
+  return { books: [new Map(), new Map()], ids, etags: new Set(), keys: new Map() };
 }
 
 /** An owner's addresses by ascending id, as a listing answers them. */
@@ -42,25 +44,29 @@ export function sorted(model: Model, owner: Owner): Address[] {
   return [...model.books[owner].values()].map((e) => e.address).sort((a, b) => a.id - b.id);
 }
 
+/** What a create or replace stores of an input: its texts trimmed (`null` is absent). */
 export function trimmed(input: AddressInput): AddressInput {
-  return addressInputOf(
-    Object.fromEntries(Object.entries(input).map(([k, v]) => [k, v.trim()])) as AddressInput,
-  );
+  const texts = Object.entries(input as Record<string, string | null | undefined>)
+    .flatMap(([k, v]) => typeof v === "string" ? [[k, v.trim()]] : []);
+  return addressInputOf(Object.fromEntries(texts) as AddressInput);
 }
 
-function trimmedPatch(patch: Patch): Patch {
-  return Object.fromEntries(
-    Object.entries(patch).map(([k, v]) => [k, typeof v === "string" ? v.trim() : v]),
-  );
-}
-
-/** What a merge patch makes of an address (`null` removes; all fields here are required). */
+/**
+ * What a merge patch makes of an address, by RFC 7396 itself (not lib/address.ts's mergePatch, so
+ * the model does not share the server's code): a text replaces the field (trimmed), `null`
+ * removes it, a field the patch leaves out stays.
+ */
 export function patched(address: Address, patch: Patch): Address {
-  const merged = mergePatch(address, trimmedPatch(patch) as Parameters<typeof mergePatch>[1]);
-  return { id: address.id, ...merged } as Address;
+  const out: Record<string, unknown> = { id: address.id };
+  for (const name of ADDRESS_FIELD_NAMES) {
+    const sent = patch[name];
+    const value = sent === undefined ? address[name] : sent?.trim();
+    if (value !== undefined && value !== null) out[name] = value;
+  }
+  return out as Address;
 }
 
-const ETAG = /^"[0-9a-f]{20}"$/;
+const ETAG = /^"[A-Za-z0-9_-]{22}"$/;
 
 /** A generated id (POST, v1 PUT of an absent id): never one an address had before. */
 export function noteFreshId(model: Model, id: number, what: string): void {
@@ -74,12 +80,17 @@ export function noteId(model: Model, id: number): void {
   model.ids.max = Math.max(model.ids.max, id);
 }
 
-/** Stores what a write answered; a new etag must be one the address never had. */
+/**
+ * Stores what a write answered; a new etag must be one no version of any address had (not this
+ * address's before, not another's: each version has its own).
+ */
 export function noteWrite(model: Model, owner: Owner, stored: Stored, what: string): void {
   assert.match(stored.etag, ETAG, `${what}: etag`);
   const before = model.books[owner].get(stored.address.id);
   const old = before ? [...before.old, before.etag] : [];
   assert.ok(!old.includes(stored.etag), `${what}: etag ${stored.etag} was the address's before`);
+  assert.ok(!model.etags.has(stored.etag), `${what}: etag ${stored.etag} was answered before`);
+  model.etags.add(stored.etag);
   model.books[owner].set(stored.address.id, { address: stored.address, etag: stored.etag, old });
 }
 
@@ -88,6 +99,18 @@ export function holds(entry: Entry | undefined, ifMatch: string | undefined): bo
   if (ifMatch === undefined) return true;
   if (entry === undefined) return false;
   return ifMatch.split(",").some((tag) => tag.trim() === "*" || tag.trim() === entry.etag);
+}
+
+/**
+ * True when `If-None-Match` lets a write go ahead (RFC 9110 13.1.2): the caller has no address
+ * there, or neither `*` nor any listed tag matches its etag (weak comparison).
+ */
+export function holdsNone(entry: Entry | undefined, ifNoneMatch: string | undefined): boolean {
+  if (ifNoneMatch === undefined || entry === undefined) return true;
+  return !ifNoneMatch.split(",").some((part) => {
+    const tag = part.trim();
+    return tag === "*" || tag === entry.etag || tag === `W/${entry.etag}`;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -121,7 +144,10 @@ export function resolve(model: Model, owner: Owner, aim: Target): { id: number; 
   return entry ? { id, entry } : { id };
 }
 
-/** An If-Match (GraphQL's `ifMatch`, gRPC's `etag`): none, or one that holds or does not. */
+/**
+ * An If-Match (GraphQL's `ifMatch`, gRPC's `etag`) or, over REST, an If-None-Match: none, or one
+ * that holds or does not.
+ */
 export type Precondition = "none" | "current" | "stale" | "star" | "weak" | "list" | "made-up";
 
 export const precondition: fc.Arbitrary<Precondition> = fc.oneof(

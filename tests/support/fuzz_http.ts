@@ -323,7 +323,7 @@ export const mutatedAddress: fc.Arbitrary<Record<string, unknown>> = fc.record({
 }, { requiredKeys: [] });
 
 /** A valid value of one field: its example, any short string or a word, as its rules allow. */
-function validField(name: AddressFieldName): fc.Arbitrary<string> {
+export function validField(name: AddressFieldName): fc.Arbitrary<string> {
   const { example, maxLength } = ADDRESS_FIELDS[name];
   return fc.oneof(
     fc.constant(example),

@@ -293,7 +293,7 @@ export async function answerOn(
       );
     }),
   ]).finally(() => clearTimeout(timer));
-  const decompressor: HpackDecompressor = hpack.decompressor.create({ table: { size: 4096 } });
+  const decompressor: HpackDecompressor = hpack.decompressor.create({ table: { maxSize: 4096 } });
   const fields = new Headers();
   const body: Buffer[] = [];
   let status = 0;

@@ -2,7 +2,9 @@
  * Running the operator tools (ops/export.ts, import.ts, migrate.ts) as the processes an
  * operator runs, and building KV files and backup files for them.
  */
+import assert from "node:assert/strict";
 import { type DumpedEntry, dumpKv } from "../fixtures/layout1_generate.ts";
+import { childDenoFlags } from "./process.ts";
 import { type Address, taggedInput } from "./requests.ts";
 
 export { type DumpedEntry, dumpKv };
@@ -24,6 +26,7 @@ function command(tool: string, args: string[], env: Record<string, string>, stdi
       "--allow-read",
       "--allow-write",
       "--allow-net",
+      ...childDenoFlags(),
       `${TOOLS}${tool}.ts`,
       ...args,
     ],
@@ -95,6 +98,48 @@ export async function withKv<T>(path: string, write: (kv: Deno.Kv) => Promise<T>
 /** Every entry of a KV file, in key order (values only: versionstamps differ between runs). */
 export function dumpFile(path: string): Promise<DumpedEntry[]> {
   return withKv(path, dumpKv);
+}
+
+/** What stands for every ETag in `withoutEtags`. */
+export const AN_ETAG = "<etag>";
+
+/**
+ * A dump with every address version's ETag (random, made at each write) replaced by `AN_ETAG`,
+ * so two KVs written alike compare equal; the page tokens' key (random too) is left out. Checks
+ * first what the ETags must be: strong and quoted, each record's that of its index entry, no two
+ * versions alike.
+ */
+export function withoutEtags(entries: readonly DumpedEntry[]): DumpedEntry[] {
+  const byRecord = new Map<number, string>();
+  const byIndex = new Map<number, string>();
+  const out: DumpedEntry[] = [];
+  for (const e of entries) {
+    if (e.key.join("/") === "meta/page_token_key") continue;
+    if (
+      !("value" in e) || typeof e.value !== "object" || e.value === null || !("etag" in e.value)
+    ) {
+      out.push(e);
+      continue;
+    }
+    const { etag } = e.value as { etag: string };
+    assert.match(etag, /^"[A-Za-z0-9_-]{22}"$/, JSON.stringify(e.key));
+    if (e.key[0] === "addresses") byRecord.set(e.key[1] as number, etag);
+    if (e.key[0] === "owner_addresses") byIndex.set(e.key[2] as number, etag);
+    out.push({ key: e.key, value: { ...e.value, etag: AN_ETAG } });
+  }
+  assert.deepEqual(byIndex, byRecord, "each index entry has its record's ETag");
+  assert.equal(new Set(byRecord.values()).size, byRecord.size, "no two addresses share an ETag");
+  return out;
+}
+
+/**
+ * Asserts two dumps equal, naming the first entry that differs (a diff of whole dumps of tens of
+ * thousands of entries takes more memory than a test process has).
+ */
+export function sameEntries(actual: readonly DumpedEntry[], expected: readonly DumpedEntry[]) {
+  for (let i = 0; i < Math.max(actual.length, expected.length); i++) {
+    assert.deepEqual(actual[i], expected[i], `entry ${i} of ${expected.length}`);
+  }
 }
 
 /** The owner of synthetic address `id`: a few owners, the anonymous one among them. */

@@ -1,3 +1,15 @@
+/** The environment variable that names a test run's import map to the processes it starts. */
+export const IMPORT_MAP_ENV = "BOOKS_TEST_IMPORT_MAP";
+
+/**
+ * The `deno` flags of a process a test starts (the gRPC child, an operator tool), so that it runs
+ * the modules the test runs: the run's import map, when it has one (tests/support/optional_field.ts).
+ */
+export function childDenoFlags(): string[] {
+  const map = Deno.env.get(IMPORT_MAP_ENV);
+  return map ? [`--import-map=${map}`] : [];
+}
+
 /** A process the test started, with everything it wrote so far. */
 export interface Spawned {
   pid: number;
@@ -105,7 +117,14 @@ export function spawnMain(
   options: { permissions?: string[]; flags?: string[]; cwd?: string } = {},
 ): Spawned {
   const permissions = options.permissions ?? START_PERMISSIONS;
-  return spawnDeno(["run", ...options.flags ?? [], ...permissions, MAIN], env, options.cwd);
+  const flags = [...childDenoFlags(), ...options.flags ?? []];
+  return spawnDeno(["run", ...flags, ...permissions, MAIN], withChildFlags(env), options.cwd);
+}
+
+/** `env` with the gRPC child's `deno` flags (childDenoFlags) unless it names its own. */
+export function withChildFlags(env: Record<string, string>): Record<string, string> {
+  const flags = childDenoFlags();
+  return flags.length === 0 ? env : { GRPC_CHILD_DENO_FLAGS: flags.join(" "), ...env };
 }
 
 /** A main.ts process on ports chosen here. */

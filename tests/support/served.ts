@@ -3,7 +3,15 @@ import { toJson } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
 import { BooksResponseSchema } from "../../rpc/gen/books/v1/books_pb.ts";
 import { checkContract } from "./contract.ts";
-import { freePort, spawnDeno, type Spawned, untilStatus, waitFor } from "./process.ts";
+import {
+  childDenoFlags,
+  freePort,
+  spawnDeno,
+  type Spawned,
+  untilStatus,
+  waitFor,
+  withChildFlags,
+} from "./process.ts";
 import { addressBook, graphql, named } from "./requests.ts";
 import { booksClient, closeClientsOf, connectTransport, grpcWebTransport } from "./rpc_clients.ts";
 
@@ -39,11 +47,15 @@ export async function serveMain(options: {
     "--host",
     "127.0.0.1",
     ...(options.workers === undefined ? [] : ["--parallel"]),
+    ...childDenoFlags(),
     ...(options.flags ?? []),
     ...options.permissions,
     `${ROOT}main.ts`,
   ];
-  const env = { ...options.env, ...(options.workers ? { DENO_JOBS: String(workers) } : {}) };
+  const env = withChildFlags({
+    ...options.env,
+    ...(options.workers ? { DENO_JOBS: String(workers) } : {}),
+  });
   const process = spawnDeno(args, env, options.cwd);
   const baseUrl = `http://127.0.0.1:${port}`;
   checkContract(baseUrl);

@@ -8,7 +8,7 @@ import type { ServerOptions } from "../../server/run.ts";
 import type { Handler } from "../../server/handler.ts";
 import { checkContract } from "./contract.ts";
 import { captureLogs, type LogLine, waitForLine } from "./logs.ts";
-import { type Spawned, spawnMain } from "./process.ts";
+import { type Spawned, spawnMain, withChildFlags } from "./process.ts";
 import { closeClientsOf } from "./rpc_clients.ts";
 
 /** An in-process server on port 0 with a temporary KV file, and the log lines it wrote. */
@@ -29,13 +29,13 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const dir = await Deno.makeTempDir({ prefix: "books-test-" });
   const kvPath = env.KV_PATH ?? `${dir}/kv.sqlite3`;
-  const config = loadConfig({
+  const config = loadConfig(withChildFlags({
     PORT: "0",
     GRPC_PORT: "0",
     HOST: "127.0.0.1",
     KV_PATH: kvPath,
     ...env,
-  });
+  }));
   const { logger, lines: logs } = captureLogs("debug");
   const server = await startServer(config, { logger, ...options });
   checkContract(server.httpUrl);

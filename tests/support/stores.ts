@@ -21,6 +21,7 @@ export function stubStore(
       delete: address,
       list: address,
       listBatches: address,
+      cursorAfter: address,
       exportAll: async function* () {
         await address();
         yield* [];

@@ -21,7 +21,8 @@ export const file_addresses_v1_addresses: GenFile = /*@__PURE__*/
 /**
  * An address. Strings are trimmed; an empty string is an absent field (proto3), so a required
  * field sent empty is INVALID_ARGUMENT `invalid-field` "is required", as a JSON body without it.
- * In requests, `id` and `etag` are ignored: the request's own `id` and `etag` count.
+ * In requests, `id` is ignored (the request's own `id` counts); `etag` is ignored by
+ * CreateAddress, and is a precondition of UpdateAddress and ReplaceAddress (AIP-154, below).
  *
  * @generated from message addresses.v1.Address
  */
@@ -57,7 +58,8 @@ export type Address = Message<"addresses.v1.Address"> & {
 
   /**
    * The strong entity tag of this version, quoted: the same string as REST's ETag header
-   * (AIP-154). Output only.
+   * (AIP-154), opaque and this version's alone. Sent back in UpdateAddress or ReplaceAddress,
+   * the change is made only if the address is still at this version (as the request's `etag`).
    *
    * @generated from field: string etag = 5;
    */
@@ -130,8 +132,10 @@ export type ListAddressesRequest = Message<"addresses.v1.ListAddressesRequest"> 
   pageSize: number;
 
   /**
-   * A next_page_token of an earlier answer; empty: the first page. Anything else is
-   * INVALID_ARGUMENT `invalid-parameter`.
+   * A next_page_token of an earlier answer to the same caller (or REST's cursor, GraphQL's
+   * cursor: one listing), opaque; page_size may change between pages. Empty: the first page.
+   * Anything else (another caller's, an edited one, another server's) is INVALID_ARGUMENT
+   * `invalid-parameter`.
    *
    * @generated from field: string page_token = 2;
    */
@@ -186,7 +190,9 @@ export type ReplaceAddressRequest = Message<"addresses.v1.ReplaceAddressRequest"
   /**
    * A precondition, as REST's If-Match: an etag of the address (or `*`: it exists for the
    * caller); another is ABORTED `precondition-failed`, and so is any etag where a new address
-   * would be created. Empty: none.
+   * would be created. Empty: `address.etag` is the precondition (AIP-154), and with that empty
+   * too there is none. Set with a different non-empty `address.etag`: INVALID_ARGUMENT
+   * `invalid-parameter` (field `address.etag`), nothing changed.
    *
    * @generated from field: string etag = 3;
    */
@@ -217,15 +223,16 @@ export type UpdateAddressRequest = Message<"addresses.v1.UpdateAddressRequest"> 
   /**
    * Paths are field names as written here (`postal_code`). Empty or absent: the fields set in
    * `address`; `*`: every field, so an empty one is cleared. Clearing a required field is
-   * INVALID_ARGUMENT `invalid-field`; `id` and `etag` are ignored; another path is
-   * INVALID_ARGUMENT `invalid-parameter`.
+   * INVALID_ARGUMENT `invalid-field`; `id` and `etag` are ignored (output only: `address.etag`
+   * is a precondition whatever the mask says); another path is INVALID_ARGUMENT
+   * `invalid-parameter`.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 3;
    */
   updateMask?: FieldMask | undefined;
 
   /**
-   * As in ReplaceAddressRequest.
+   * As in ReplaceAddressRequest, `address.etag` included.
    *
    * @generated from field: string etag = 4;
    */
@@ -249,7 +256,7 @@ export type DeleteAddressRequest = Message<"addresses.v1.DeleteAddressRequest"> 
   id: bigint;
 
   /**
-   * As in ReplaceAddressRequest.
+   * As REST's If-Match (see ReplaceAddressRequest); the request carries no resource.
    *
    * @generated from field: string etag = 2;
    */

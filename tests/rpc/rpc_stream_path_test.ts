@@ -47,7 +47,7 @@ function framed(message: Uint8Array): Buffer {
   return out;
 }
 
-Deno.test("unary books calls answered on the stream match Connect's answers", async (t) => {
+Deno.test("unary calls answered on the HTTP/2 stream (rpc/unary/): books, whole and in order", async (t) => {
   const books = createBookStore(await readCatalogue(DEFAULT_BOOKS));
   const logs: Record<string, unknown>[] = [];
   const logger = createLogger({
@@ -108,7 +108,7 @@ Deno.test("unary books calls answered on the stream match Connect's answers", as
       assert.ok(ids.every((id) => logged.has(id)), "one rpc log line per call");
     });
 
-    await t.step("requests the fast path leaves to Connect get the same message", async () => {
+    await t.step("requests the lean path leaves to Connect get the same message", async () => {
       const cases: [string, Uint8Array, Record<string, string>][] = [
         ["an unknown field in the request", new Uint8Array([0, 0, 0, 0, 2, 8, 1]), {}],
         ["a deadline in microseconds", new Uint8Array(5), { "grpc-timeout": "5000000u" }],

@@ -1,0 +1,158 @@
+/**
+ * The project as it would be with one more, optional, address field, without adding it: modules
+ * that Deno's import map puts in place of the field table (lib/address.ts), of the generated
+ * protobuf code (the Address descriptor with the field as `optional string`) and of the generated
+ * GraphQL documents (regenerated from the schema the new table gives). Tests run under that map
+ * (tests/lib/optional_field_test.ts) meet the field in every style, as they will the day one is
+ * added; the servers and tools they start get the map too (`childDenoFlags` in
+ * tests/support/process.ts). What it cannot put
+ * in place: the REST client's generated types (types only: the runs skip type-checking) and the
+ * .proto file as written (tests/rpc/address_proto_test.ts reads it).
+ *
+ *   deno run -A tests/support/optional_field.ts DIR   writes the modules and DIR/import_map.json
+ */
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { base64Decode, base64Encode } from "@bufbuild/protobuf/wire";
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+} from "@bufbuild/protobuf/wkt";
+
+const ROOT = new URL("../../", import.meta.url);
+const TABLE = new URL("lib/address.ts", ROOT);
+const PROTO_CODE = new URL("rpc/gen/addresses/v1/addresses_pb.ts", ROOT);
+const GRAPHQL_CODE = new URL("clients/gen/graphql.ts", ROOT);
+
+/**
+ * The field put in: the issue's newcomer's `country` (optional, no pattern), or, once the table
+ * has a `country` of its own, another name. Read from the file, so the same under the map.
+ */
+const NAME = /^\s+country:/m.test(await Deno.readTextFile(TABLE)) ? "trialOptional" : "country";
+export const TRIAL_FIELD = {
+  name: NAME,
+  entry: `${NAME}: { optional: true, maxLength: 56, example: "United Kingdom" },`,
+} as const;
+
+/** `text` with its relative imports made absolute, so it can live in another directory. */
+function absoluteImports(text: string, from: URL): string {
+  return text.replace(
+    /(from\s+|import\s*\(\s*)"(\.{1,2}\/[^"]+)"/g,
+    (_, head: string, path: string) => `${head}"${new URL(path, from).href}"`,
+  );
+}
+
+/** lib/address.ts with the trial field last in the table. */
+async function tableWithField(): Promise<string> {
+  const text = await Deno.readTextFile(TABLE);
+  const end = "} as const satisfies Record<string, AddressField>;";
+  if (text.split(end).length !== 2) {
+    throw new Error(`lib/address.ts: the table's end (${end}) is not where the trial expects it`);
+  }
+  return absoluteImports(text.replace(end, `  ${TRIAL_FIELD.entry}\n${end}`), TABLE);
+}
+
+/** The generated protobuf code with `optional string <field>` last in `message Address`. */
+async function protoCodeWithField(): Promise<string> {
+  const text = await Deno.readTextFile(PROTO_CODE);
+  const embedded = /fileDesc\("([A-Za-z0-9+/=_-]+)"/.exec(text);
+  if (embedded === null) throw new Error("addresses_pb.ts: no embedded file descriptor");
+  const file = fromBinary(FileDescriptorProtoSchema, base64Decode(embedded[1]!));
+  const address = file.messageType.find((m) => m.name === "Address");
+  if (address === undefined) throw new Error("addresses_pb.ts: no message Address");
+  const number = Math.max(...address.field.map((f) => f.number)) + 1;
+  // snake_case, as protobuf names fields: a field mask in JSON names it in lowerCamelCase, which
+  // must turn back into this name.
+  const name = TRIAL_FIELD.name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+  address.oneofDecl.push({ $typeName: "google.protobuf.OneofDescriptorProto", name: `_${name}` });
+  address.field.push(
+    {
+      $typeName: "google.protobuf.FieldDescriptorProto",
+      name,
+      number,
+      label: FieldDescriptorProto_Label.OPTIONAL,
+      type: FieldDescriptorProto_Type.STRING,
+      jsonName: TRIAL_FIELD.name,
+      proto3Optional: true,
+      oneofIndex: address.oneofDecl.length - 1,
+    } as (typeof address.field)[number],
+  );
+  const changed = base64Encode(toBinary(FileDescriptorProtoSchema, file), "std_raw");
+  return absoluteImports(text.replace(embedded[1]!, changed), PROTO_CODE);
+}
+
+/** The project's import map (deno.json's `imports`) with `replaced` put in place. */
+async function importMap(replaced: Map<URL, URL>): Promise<string> {
+  const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", ROOT)));
+  const imports: Record<string, string> = { ...config.imports };
+  // deno.json maps a package's subpaths (`@bufbuild/protobuf/wkt`) by itself; a map file must say.
+  for (const [name, target] of Object.entries(config.imports as Record<string, string>)) {
+    if (target.startsWith("npm:")) imports[`${name}/`] ??= `npm:/${target.slice(4)}/`;
+  }
+  for (const [from, to] of replaced) imports[from.href] = to.href;
+  return JSON.stringify({ imports }, null, 2);
+}
+
+/**
+ * Writes the trial's modules into `dir` and returns the path of the import map that puts them
+ * in place. The GraphQL documents are regenerated by clients/generate_graphql.ts running under
+ * the map of the first two.
+ */
+export async function writeTrial(dir: string): Promise<string> {
+  const at = (name: string) => new URL(`file://${dir}/${name}`);
+  const replaced = new Map<URL, URL>([[TABLE, at("address.ts")], [
+    PROTO_CODE,
+    at("addresses_pb.ts"),
+  ]]);
+  await Deno.writeTextFile(at("address.ts"), await tableWithField());
+  await Deno.writeTextFile(at("addresses_pb.ts"), await protoCodeWithField());
+  const map = `${dir}/import_map.json`;
+  await Deno.writeTextFile(map, await importMap(replaced));
+  const generated = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--config",
+      new URL("deno.json", ROOT).pathname,
+      `--import-map=${map}`,
+      "--allow-read",
+      "--allow-env",
+      `--allow-write=${dir}`,
+      new URL("clients/generate_graphql.ts", ROOT).pathname,
+      "--out",
+      dir,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!generated.success) {
+    throw new Error(`generate_graphql.ts failed: ${new TextDecoder().decode(generated.stderr)}`);
+  }
+  replaced.set(GRAPHQL_CODE, at("graphql.ts"));
+  await Deno.writeTextFile(map, await importMap(replaced));
+  return map;
+}
+
+/**
+ * What the modules in place say of the trial field (run under the map): the table's optional
+ * fields, whether the Address message has the field with presence, whether the GraphQL documents
+ * select it.
+ */
+async function probe(): Promise<void> {
+  const { OPTIONAL_FIELD_NAMES } = await import("../../lib/address.ts");
+  const { AddressSchema } = await import("../../rpc/gen/addresses/v1/addresses_pb.ts");
+  const { AddressFieldsFragmentDoc } = await import("../../clients/gen/graphql.ts");
+  const field = AddressSchema.fields.find((f) => f.localName === TRIAL_FIELD.name);
+  console.log(JSON.stringify({
+    optional: OPTIONAL_FIELD_NAMES,
+    proto: field ? { number: field.number, presence: field.proto.proto3Optional } : null,
+    graphql: JSON.stringify(AddressFieldsFragmentDoc).includes(`"${TRIAL_FIELD.name}"`),
+  }));
+}
+
+if (import.meta.main) {
+  if (Deno.args[0] === "--probe") await probe();
+  else {
+    const dir = Deno.args[0] ?? await Deno.makeTempDir({ prefix: "optional-field-" });
+    console.log(await writeTrial(dir));
+  }
+}
