@@ -8,6 +8,7 @@ import type { AppEnv } from "../lib/http/hono_env.ts";
 import type { BookStore } from "../store/books.ts";
 import type { AddressStore } from "../store/addresses/repository.ts";
 import { type AccessRules, accessRules, authorize } from "../security/gate.ts";
+import type { Admission } from "../security/admission.ts";
 import { pageBudgetProblem, variableInputProblems } from "./operation_checks.ts";
 import { schemaRoute } from "./schema_route.ts";
 import { graphiqlAssetRoutes, graphiqlPage } from "./graphiql.ts";
@@ -147,7 +148,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       const { plan } = operation;
       // Each write is one call, as a REST or gRPC write is: the entry charged the first, the
       // gate charges the rest, all or none, before anything runs.
-      const decision = c.env?.decision;
+      const decision = (c.env as Admission | undefined)?.decision;
       if (plan.writes > 1 && decision?.ok && decision.charge !== undefined) {
         const refusal = decision.charge(plan.writes);
         if (refusal !== undefined) return refuse(c, refusal);

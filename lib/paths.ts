@@ -1,11 +1,8 @@
 /**
- * Every path this server answers at, in one place: the routes are defined at them, the entry
- * point links them, and the answers in front of the router (routes/books_front.ts, the gRPC fast
- * path) recognise their requests by them. Here rather than
- * in a protocol folder because the entry point (routes/) links GraphQL's and the RPC's, and
- * protocol folders do not import each other.
+ * Every path this server answers at, in one place: the routes are defined at them and the entry
+ * point links them. Here rather than in a protocol folder because the entry point (routes/) links
+ * GraphQL's and the RPC's, and protocol folders do not import each other. Like all of lib/, it imports no other folder of the project.
  */
-import { BooksService } from "../rpc/gen/books/v1/books_pb.ts";
 
 /** The entry point: links to everything below. */
 export const ENTRY_PATH = "/";
@@ -28,10 +25,13 @@ export const GRAPHQL_ASSETS_PATH = `${GRAPHQL_PATH}/assets`;
 export const GRAPHQL_SCHEMA_PATH = `${GRAPHQL_PATH}/schema.graphql`;
 
 /**
- * The books call (Connect and gRPC-Web on both ports, gRPC on the gRPC listener), named by the
- * generated service descriptor (the wire contract), so it cannot drift from what clients call.
+ * The books call the entry point links (Connect and gRPC-Web on both ports, gRPC on the gRPC
+ * listener): `/` + the service's full name + `/` + the method, as the wire contract
+ * (rpc/proto/books/v1/books.proto) names them. Spelled out because lib/ imports nothing above it;
+ * tests/lib/paths_test.ts holds it to the generated service descriptor, so it cannot drift from
+ * what clients call.
  */
-export const BOOKS_RPC_PATH = `/${BooksService.typeName}/${BooksService.method.books.name}`;
+export const BOOKS_RPC_PATH = "/books.v1.BooksService/books";
 
 /** The OpenAPI document, the API reference page and its files, the error-code reference. */
 export const OPENAPI_PATH = "/openapi.json";

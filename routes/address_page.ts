@@ -1,6 +1,6 @@
 import type { Address } from "../lib/address.ts";
 import { ADDRESS_CACHE_CONTROL } from "../lib/http/conditional.ts";
-import { jsonHeaders } from "../lib/http/negotiate.ts";
+import { jsonAnswer } from "../lib/http/negotiate.ts";
 import { PAGE_SIZE } from "../lib/schemas.ts";
 import type { AddressStore } from "../store/addresses/repository.ts";
 
@@ -33,9 +33,9 @@ export function pageBody(): {
 }
 
 /**
- * The answer to `GET /addresses` (the route's, and routes/address_front.ts's): the caller's page
- * after `cursor`, as JSON of `type`. Throws what the store throws (a cursor this server did not
- * issue, a storage failure) before anything is answered.
+ * The answer to `GET /addresses`: the caller's page after `cursor`, as JSON of `type`. Throws
+ * what the store throws (a cursor this server did not issue, a storage failure) before anything
+ * is answered.
  */
 export async function pageAnswer(
   addresses: AddressStore,
@@ -49,10 +49,8 @@ export async function pageAnswer(
     { limit: query.limit ?? PAGE_SIZE.default, cursor: query.cursor },
     body.add,
   );
-  return new Response(body.end(nextCursor), {
-    headers: {
-      ...jsonHeaders(answer.type, answer.requestId),
-      "cache-control": ADDRESS_CACHE_CONTROL,
-    },
+  return jsonAnswer(body.end(nextCursor), {
+    ...answer,
+    headers: { "cache-control": ADDRESS_CACHE_CONTROL },
   });
 }

@@ -6,15 +6,14 @@ import { collectionCondition, writePrecondition } from "../lib/http/etag.ts";
 import {
   addressResponseType,
   isVersion2,
-  jsonHeaders,
+  jsonAnswer,
   negotiateJson,
 } from "../lib/http/negotiate.ts";
 import { type Address, mergePatch } from "../lib/address.ts";
 import type { AddressStore, StoredAddress } from "../store/addresses/repository.ts";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { invalidInput } from "../lib/http/invalid_input.ts";
-import { bodyValidatedOnly, jsonObjectBody } from "./json_body.ts";
-import { ADDRESSES_PATH } from "../lib/paths.ts";
+import { bodyValidatedOnly } from "./json_body.ts";
 import { pageAnswer } from "./address_page.ts";
 import {
   createAddress,
@@ -26,8 +25,6 @@ import {
   putAddress,
 } from "./address_api.ts";
 
-// The request id and nosniff are in the headers built here: the edge adding them to a finished
-// Response would cost Deno.serve its fast path.
 function addressJson(
   c: Context<AppEnv>,
   stored: StoredAddress,
@@ -35,21 +32,19 @@ function addressJson(
   type: string,
   extra = {},
 ): Response {
-  return new Response(JSON.stringify(stored.address), {
+  return jsonAnswer(JSON.stringify(stored.address), {
     status,
-    headers: {
-      ...jsonHeaders(type, c.get("requestId")),
-      "etag": stored.etag,
-      ...extra,
-    },
+    type,
+    requestId: c.get("requestId"),
+    headers: { "etag": stored.etag, ...extra },
   });
 }
 
 /**
  * The answer to `GET /addresses/{id}` of an address the caller holds: 200 with its ETag, or 304
- * when `If-None-Match` matches (the route's, and routes/address_front.ts's).
+ * when `If-None-Match` matches.
  */
-export function addressAnswer(
+function addressAnswer(
   stored: StoredAddress,
   request: { type: string; requestId: string; ifNoneMatch: string | null | undefined },
 ): Response {
@@ -72,25 +67,25 @@ function writeType(c: Context<AppEnv>): string {
   return addressResponseType(c.req.header("accept"), c.req.header("content-type"));
 }
 
-/** The Idempotency-Key of a create, checked by its documented schema (400 like any header). */
-function idempotencyKeyOf(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const parsed = CreateHeaderSchema.safeParse({ "idempotency-key": value });
+/**
+ * The headers of a POST to the collection, checked by their documented schema (400 like any
+ * header) after the body (routes/json_body.ts `bodyValidatedOnly`).
+ */
+function createHeaders(c: Context<AppEnv>) {
+  const parsed = CreateHeaderSchema.safeParse({
+    "idempotency-key": c.req.header("idempotency-key"),
+    "if-match": c.req.header("if-match"),
+    "if-none-match": c.req.header("if-none-match"),
+  });
   if (!parsed.success) throw invalidInput("header", parsed.error.issues);
-  return parsed.data["idempotency-key"];
+  return parsed.data;
 }
 
 /**
- * The conditions of a POST to the collection (RFC 9110 13.2.2): checked by their documented
- * schema (400 like any header), then evaluated; the collection always exists and has no ETag.
+ * The conditions of a POST to the collection (RFC 9110 13.2.2): the collection always exists
+ * and has no ETag.
  */
 function checkCollectionConditions(ifMatch: string | undefined, ifNoneMatch: string | undefined) {
-  if (ifMatch === undefined && ifNoneMatch === undefined) return;
-  const parsed = CreateHeaderSchema.safeParse({
-    "if-match": ifMatch,
-    "if-none-match": ifNoneMatch,
-  });
-  if (!parsed.success) throw invalidInput("header", parsed.error.issues);
   const failed = collectionCondition(ifMatch, ifNoneMatch);
   if (failed === undefined) return;
   throw new AppError(
@@ -106,19 +101,17 @@ function preconditionOf(header: { "if-match"?: string; "if-none-match"?: string 
   return writePrecondition(header["if-match"], header["if-none-match"]);
 }
 
-/** REST routes of the address book. Every call acts for the caller's owner (security/caller.ts). */
-export function addressRoutes(
-  addresses: AddressStore,
-  app: OpenAPIHono<AppEnv>,
-  options: { maxBodyBytes: number },
-): void {
-  // "/addresses/*" also matches "/addresses" itself.
-  app.use(`${ADDRESSES_PATH}/*`, jsonObjectBody(options.maxBodyBytes));
-  // The busiest write checks its one header itself (routes/json_body.ts).
+/**
+ * REST routes of the address book. Every call acts for the caller's owner (security/caller.ts);
+ * bodies and parameters are checked against the routes' schemas before a handler runs
+ * (server/operations.ts), but a create's headers, which its handler checks after the body.
+ */
+export function addressRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv>): void {
   app.openapi(bodyValidatedOnly(app.openAPIRegistry, createAddress), async (c) => {
     const type = writeType(c);
-    const key = idempotencyKeyOf(c.req.header("idempotency-key"));
-    checkCollectionConditions(c.req.header("if-match"), c.req.header("if-none-match"));
+    const header = createHeaders(c);
+    const key = header["idempotency-key"];
+    checkCollectionConditions(header["if-match"], header["if-none-match"]);
     const stored = await addresses.create(c.get("caller").owner, c.req.valid("json"), key);
     return preEncoded(
       created(c, stored, type, stored.replayed ? { "idempotent-replayed": "true" } : {}),

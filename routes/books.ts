@@ -34,7 +34,7 @@ const encodedCatalogues = new WeakMap<BookStore, EncodedCatalogue>();
 
 /**
  * The representations of a catalogue with their ETags, hashed once per store (a catalogue does
- * not change while it is served) and shared by the routes and the answers in front of them.
+ * not change while it is served).
  */
 export function encodedCatalogue(books: BookStore): EncodedCatalogue {
   const known = encodedCatalogues.get(books);
@@ -49,11 +49,10 @@ export function encodedCatalogue(books: BookStore): EncodedCatalogue {
 }
 
 /**
- * The answer to a GET of a catalogue representation (the list or one book), the one both the
- * routes and the answers in front of the router give: the bytes and ETag the store encoded once,
- * the negotiated `type`, and a 304 when `If-None-Match` matches.
+ * The answer to a GET of a catalogue representation (the list or one book): the bytes and ETag
+ * the store encoded once, the negotiated `type`, and a 304 when `If-None-Match` matches.
  */
-export function catalogueAnswer(
+function catalogueAnswer(
   encoded: Encoded,
   request: { type: string; requestId: string; ifNoneMatch: string | null | undefined },
 ): Response {

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
-import { jsonHeaders, negotiateJson } from "../lib/http/negotiate.ts";
+import { jsonAnswer, negotiateJson } from "../lib/http/negotiate.ts";
 import { GATE_RESPONSES, jsonContent } from "../lib/http/openapi.ts";
 import { errorResponse } from "../lib/schemas.ts";
 import { routeAccess } from "../security/access.ts";
@@ -68,8 +68,10 @@ export function homeRoutes(app: OpenAPIHono<AppEnv>): void {
   app.openapi(entryPoint, (c) => {
     const type = negotiateJson(c.req.header("accept"));
     return preEncoded(
-      new Response(BODY, {
-        headers: { ...jsonHeaders(type, c.get("requestId")), "cache-control": "max-age=3600" },
+      jsonAnswer(BODY, {
+        type,
+        requestId: c.get("requestId"),
+        headers: { "cache-control": "max-age=3600" },
       }),
     );
   });

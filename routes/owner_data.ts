@@ -3,7 +3,7 @@ import { ADDRESS_CACHE_CONTROL } from "../lib/http/conditional.ts";
 import { AppError } from "../lib/errors.ts";
 import { collectionCondition } from "../lib/http/etag.ts";
 import { preferredMediaType } from "../lib/http/accept.ts";
-import { jsonHeaders } from "../lib/http/negotiate.ts";
+import { jsonAnswer } from "../lib/http/negotiate.ts";
 import {
   CollectionConditionSchemas,
   IfMatchSchema,
@@ -151,9 +151,10 @@ export function ownerDataRoutes(addresses: AddressStore, app: OpenAPIHono<AppEnv
     const first = await addressesOf.next();
     const type = form === "ndjson" ? NDJSON : "application/json";
     return preEncoded(
-      new Response(exportStream(first, addressesOf, form), {
+      jsonAnswer(exportStream(first, addressesOf, form), {
+        type,
+        requestId: c.get("requestId"),
         headers: {
-          ...jsonHeaders(type, c.get("requestId")),
           "cache-control": ADDRESS_CACHE_CONTROL,
           "content-disposition": `attachment; filename="addresses.${
             form === "ndjson" ? "ndjson" : "json"

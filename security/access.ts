@@ -1,5 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppError } from "../lib/errors.ts";
+import type { AppEnv } from "../lib/http/hono_env.ts";
+import { admit } from "./admission.ts";
 
 /** Scopes a token may grant (docs/security.md, "Authentication"). */
 export type Scope = "books:read" | "addresses:read" | "addresses:write";
@@ -19,10 +21,10 @@ export type Access = "probe" | "public" | Scope | "authenticated";
  * How a route's protocol answers a call the gate refused (GraphQL's `errors`, Connect's error in
  * the client's protocol). Without one the refusal is the REST error body.
  */
-type Refuse = (c: Context, error: AppError) => Response | Promise<Response>;
+export type Refuse = (c: Context, error: AppError) => Response | Promise<Response>;
 
 /** A route's declaration: a Hono handler that does nothing but carry the access. */
-type AccessMarker = MiddlewareHandler & {
+export type AccessMarker = MiddlewareHandler & {
   readonly access: Access;
   readonly refuse: Refuse | undefined;
 };
@@ -38,14 +40,31 @@ export function markerOf(handler: unknown): AccessMarker | undefined {
 }
 
 /**
- * The declaration placed in a route's handler chain (`app.get(path, requires("public"), …)`).
- * The gate finds it by asking the app's router which route answers a request, so what the gate
- * decides on and what the router dispatches are the same route; a refusal is answered by the
- * route's `refuse`, so each protocol renders its own. It costs one `next()`.
+ * The declaration placed first in a route's handler chain (`app.get(path, requires("public"),
+ * …)`). The gate finds it by asking the app's router which route answers a request, so what the
+ * gate decides on and what the router dispatches are the same route; a refusal is answered by the
+ * route's `refuse` (server/refusals.ts), so each protocol renders its own. An admitted request
+ * passes it: it sets the caller and request id the entry decided (security/admission.ts).
  */
 export function requires(access: Exclude<Access, "authenticated">, refuse?: Refuse): AccessMarker {
-  const marker: MiddlewareHandler = (_c, next) => next();
-  return Object.assign(marker, { access, refuse });
+  const marker: MiddlewareHandler<AppEnv> = (c, next) => {
+    admit(c);
+    return next();
+  };
+  return declared(marker, access, refuse);
+}
+
+/**
+ * `handler` as a route's declaration: the gate reads `access` from it and a refusal is answered by
+ * `refuse`. For a route whose one handler is also its declaration (server/operations.ts), which
+ * calls `admit` itself.
+ */
+export function declared<H extends MiddlewareHandler<AppEnv>>(
+  handler: H,
+  access: Access,
+  refuse: Refuse | undefined,
+): H & AccessMarker {
+  return Object.assign(handler, { access, refuse }) as H & AccessMarker;
 }
 
 /**

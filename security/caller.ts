@@ -1,14 +1,7 @@
 import { ANONYMOUS_OWNER } from "../store/addresses/keys.ts";
+import type { Caller } from "../lib/caller.ts";
 
-/** Who is calling, as the gate decided; every protocol reads it, none decides it. */
-export interface Caller {
-  /** Owner of the addresses this caller creates and sees: the token's `sub`, or the anonymous owner. */
-  owner: string;
-  /** The verified token's `sub`; undefined when the call carried no verified token. */
-  subject: string | undefined;
-  /** Scopes the verified token grants (empty without a token). */
-  scopes: ReadonlySet<string>;
-}
+export type { Caller };
 
 /** The caller when authentication is off. */
 export const ANONYMOUS: Caller = Object.freeze({

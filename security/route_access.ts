@@ -1,5 +1,5 @@
 import type { Router } from "hono/router";
-import { type Access, accessOf } from "./access.ts";
+import { type Access, accessOf, markerOf, type Refuse } from "./access.ts";
 
 /** Methods a route may be registered for (Hono answers HEAD with the GET route). */
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
@@ -10,10 +10,24 @@ type Match = [[unknown, { method: string; path: string }], unknown][];
 
 /** The handlers of the route (not middleware) that answers `method` on `path`, in order. */
 function routeHandlers(router: Router<unknown>, method: string, path: string): unknown[] {
+  return routeOf(router, method, path).handlers;
+}
+
+/** The route (not middleware) that answers `method` on `path`: its handlers and its path. */
+function routeOf(
+  router: Router<unknown>,
+  method: string,
+  path: string,
+): { handlers: unknown[]; path: string | undefined } {
   const matched = router.match(method === "HEAD" ? "GET" : method, path)[0] as Match;
   const handlers: unknown[] = [];
-  for (const [[handler, route]] of matched) if (route.method !== "ALL") handlers.push(handler);
-  return handlers;
+  let routePath: string | undefined;
+  for (const [[handler, route]] of matched) {
+    if (route.method === "ALL") continue;
+    handlers.push(handler);
+    routePath ??= route.path;
+  }
+  return { handlers, path: routePath };
 }
 
 /** The route that answers a request, as the gate needs it. */
@@ -22,6 +36,10 @@ export interface RouteMatch {
   access: Access;
   /** True when a route takes the request (the app will not answer 404 or 405). */
   routed: boolean;
+  /** The router's path of the route that answers (`/addresses/:id`); undefined when none does. */
+  route?: string | undefined;
+  /** How the answering route renders a refusal (security/access.ts); undefined: the REST body. */
+  refuse?: Refuse | undefined;
 }
 
 /**
@@ -33,13 +51,15 @@ export interface RouteMatch {
  * declares is exempt from the rate limit: another method on a probe's path is public.
  */
 export function accessFor(router: Router<unknown>, method: string, path: string): RouteMatch {
-  const handlers = routeHandlers(router, method, path);
+  const { handlers, path: route } = routeOf(router, method, path);
   if (handlers.length > 0) {
     for (const handler of handlers) {
-      const access = accessOf(handler);
-      if (access !== undefined) return { access, routed: true };
+      const marker = markerOf(handler);
+      if (marker !== undefined) {
+        return { access: marker.access, routed: true, route, refuse: marker.refuse };
+      }
     }
-    return { access: "authenticated", routed: true };
+    return { access: "authenticated", routed: true, route };
   }
   let common: Access | undefined;
   for (const other of METHODS) {

@@ -1,7 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { AppError } from "../lib/errors.ts";
-import { invalidInput } from "../lib/http/invalid_input.ts";
 import type { Logger } from "../lib/log.ts";
 import type { Store } from "../store/store.ts";
 import type { StorageHealth } from "../store/kv/storage_health.ts";
@@ -12,15 +11,15 @@ import { docsRoutes } from "../routes/docs.ts";
 import { homeRoutes } from "../routes/home.ts";
 import type { AppEnv } from "../lib/http/hono_env.ts";
 import { healthRoutes } from "../routes/health.ts";
-import { requestContext } from "./request_context.ts";
 import { allowedMethods } from "../security/route_access.ts";
+import { admit } from "../security/admission.ts";
 import { canonicalPath, rawPathOf } from "../security/target.ts";
 import { MERGE_PATCH_JSON } from "../lib/http/body.ts";
 import { renderAppError, renderThrown } from "./render_error.ts";
 import { registerSharedResponses } from "../lib/http/openapi.ts";
 import { corsMiddleware } from "./cors.ts";
-import { gateMiddleware } from "./gate_middleware.ts";
-import { pageHeaders } from "./secure_headers.ts";
+import { MatchOnce } from "./match_once.ts";
+import { leanOperations } from "./operations.ts";
 import { rpcRoutes } from "../rpc/connect/http_routes.ts";
 import { requires } from "../security/access.ts";
 import { graphqlRoutes } from "../graphql/routes.ts";
@@ -43,7 +42,7 @@ interface AppDeps {
   storage?: StorageHealth | undefined;
   /** GraphQL limits (the `GRAPHQL_*` defaults when omitted). */
   graphql?: GraphqlConfig;
-  /** GraphQL's caches, when something in front of the app answers from them too. */
+  /** GraphQL's caches, shared with what reports their sizes (a new set when omitted). */
   graphqlCaches?: GraphqlCaches;
   /** The gate's access rules, which GraphQL applies per operation (authentication off if omitted). */
   access?: AccessRules;
@@ -53,28 +52,27 @@ interface AppDeps {
   publicUrl?: string | undefined;
 }
 
-/** Builds the HTTP application: REST routes, OpenAPI document, probes, error rendering. */
+/**
+ * Builds the HTTP application: REST routes, GraphQL, Connect and gRPC-Web, OpenAPI document,
+ * probes, error rendering. It has no middleware but CORS (when configured): the entry
+ * (server/entry.ts) does each request's bookkeeping, refusals never reach it
+ * (server/refusals.ts), and each REST operation is one handler (server/operations.ts).
+ */
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
+    // The entry's match is kept: the app dispatches on the route the gate decided on.
+    router: new MatchOnce(),
     // The path the entry made canonical: the router matches the string the gate decided on.
     getPath: (request, options) => (options?.env as AppEnv["Bindings"])?.path ?? pathOf(request),
-    defaultHook: (result) => {
-      if (!result.success) {
-        throw invalidInput(result.target, result.error.issues);
-      }
-    },
   });
+  leanOperations(app, { maxBodyBytes: deps.maxBodyBytes });
 
-  app.use("*", requestContext(deps.logger));
   if (deps.corsOrigins !== undefined) app.use("*", corsMiddleware(deps.corsOrigins));
-  app.use("*", gateMiddleware());
-  app.use("*", pageHeaders());
-  // "/addresses/*" also matches "/addresses" itself.
 
   booksRoutes(deps.store.books, app);
   // Before the address routes: `/addresses/export` must not be taken for `/addresses/{id}`.
   ownerDataRoutes(deps.store.addresses, app);
-  addressRoutes(deps.store.addresses, app, { maxBodyBytes: deps.maxBodyBytes });
+  addressRoutes(deps.store.addresses, app);
   healthRoutes({
     store: deps.store,
     isShuttingDown: deps.isShuttingDown ?? (() => false),
@@ -139,8 +137,15 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
 
   const base = deps.publicUrl ?? "";
-  app.notFound((c) => routeNotFound(app, c, base));
-  app.onError((error, c) => renderThrown(c, error, deps.logger, base));
+  app.notFound((c) => {
+    admit(c);
+    return routeNotFound(app, c, base);
+  });
+  app.onError((error, c) => {
+    // A route without a declaration (one a test adds) has not set them.
+    if (c.get("requestId") === undefined) admit(c);
+    return renderThrown(c, error, deps.logger, base);
+  });
   return app;
 }
 

@@ -5,8 +5,7 @@ import { createApp } from "./app.ts";
 import type { Handler, Inner } from "./handler.ts";
 import { httpEntry } from "./entry.ts";
 import { withVaryOrigin } from "./cors.ts";
-import { withHotReads } from "../routes/books_front.ts";
-import { withAddressReads } from "../routes/address_front.ts";
+import { createRefusals } from "./refusals.ts";
 import { createGraphqlCaches } from "../graphql/caches.ts";
 import { accessRules, type Gate, openGate } from "../security/gate.ts";
 import type { Identity } from "../security/verifier.ts";
@@ -28,7 +27,7 @@ export interface EdgeCaches {
 
 /** The HTTP edge over an open store: the handler and what it holds. */
 interface Edge {
-  /** The whole HTTP side: answers in front of the router, then the app. */
+  /** The whole HTTP side: the entry, then the app (or the refusals). */
   handler: Handler;
   books: BookStore;
   /** The address book (an inline gRPC listener serves it too). */
@@ -87,15 +86,19 @@ export async function openEdge(
   });
   const books = store.books;
   const appFetch: Inner = (request, admission) => app.fetch(request, admission);
-  const front = withHotReads(
-    { books, logger },
-    withAddressReads(
-      { addresses: store.addresses, logger },
-      appFetch,
-    ),
-  );
   const cors = config.corsOrigins !== undefined;
-  const entry = httpEntry({ gate, cors, router: app.router }, front, appFetch);
+  const entry = httpEntry({
+    gate,
+    router: app.router,
+    logger,
+    app: appFetch,
+    refusals: createRefusals({
+      router: app.router,
+      logger,
+      publicUrl: config.publicUrl,
+      corsOrigins: config.corsOrigins,
+    }),
+  });
   // Decided once: only with CORS on does every answer say that it varies by Origin.
   const handler = cors ? withVaryOrigin(entry) : entry;
   const caches = {

@@ -6,5 +6,5 @@ export type Handler = (
   info: Deno.ServeHandlerInfo,
 ) => Response | Promise<Response>;
 
-/** A handler behind the entry: the answers in front of the router, then the app. */
+/** A handler behind the entry: the app or the refusals. */
 export type Inner = (request: Request, admission: Admission) => Response | Promise<Response>;

@@ -1,5 +1,3 @@
-import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../lib/http/hono_env.ts";
 import { addMissingHeaders } from "../lib/http/response_headers.ts";
 
 /**
@@ -19,19 +17,19 @@ const PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
+const PAGE_HEADERS = {
+  "content-security-policy": PAGE_CSP,
+  "referrer-policy": "no-referrer",
+};
+
 /**
- * Headers for HTML pages (GraphiQL, /docs): a Content-Security-Policy allowing only this
- * server's assets unless the page set a stricter one itself, and `Referrer-Policy`, so tokens
- * or ids in a URL do not leak to other sites. `nosniff` is on every response (requestContext).
+ * Headers for HTML pages (GraphiQL, /docs), added by the entry (server/entry.ts) to every answer
+ * that is one: a Content-Security-Policy allowing only this server's assets unless the page set a
+ * stricter one itself, and `Referrer-Policy`, so tokens or ids in a URL do not leak to other
+ * sites. `nosniff` is on every response (the entry too).
  */
-export function pageHeaders(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    await next();
-    const type = c.res.headers.get("content-type");
-    if (type === null || !type.startsWith("text/html")) return;
-    addMissingHeaders(c.res.headers, {
-      "content-security-policy": PAGE_CSP,
-      "referrer-policy": "no-referrer",
-    });
-  };
+export function addPageHeaders(headers: Headers): void {
+  const type = headers.get("content-type");
+  if (type === null || !type.startsWith("text/html")) return;
+  addMissingHeaders(headers, PAGE_HEADERS);
 }

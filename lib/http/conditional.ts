@@ -1,5 +1,6 @@
 import { ifNoneMatchHits } from "./etag.ts";
 import { jsonHeaders } from "./negotiate.ts";
+import { completeAnswer } from "./response_headers.ts";
 
 /**
  * Cache-Control of the catalogue: it does not change while a process runs (it is seeded once
@@ -34,7 +35,7 @@ export function conditionalJson(
   if (ifNoneMatchHits(answer.ifNoneMatch, answer.etag)) {
     // No body, so no Content-Type; every other header as on the 200.
     delete headers["content-type"];
-    return new Response(null, { status: 304, headers });
+    return completeAnswer(new Response(null, { status: 304, headers }));
   }
-  return new Response(body, { headers });
+  return completeAnswer(new Response(body, { headers }));
 }

@@ -1,6 +1,7 @@
 import { AppError } from "../errors.ts";
 import { acceptance, preferredMediaType } from "./accept.ts";
 import { mediaTypeOf } from "./media_type.ts";
+import { completeAnswer } from "./response_headers.ts";
 
 /** The vendor media type of version 1 of this API (docs/http.md, Versions). */
 export const VENDOR_JSON = "application/vnd.books.v1+json";
@@ -91,4 +92,20 @@ export function jsonHeaders(type: string, requestId: string): Record<string, str
     "x-request-id": requestId,
     "x-content-type-options": "nosniff",
   };
+}
+
+/**
+ * A negotiated JSON answer: `jsonHeaders` and then `headers`, marked complete for the entry
+ * (lib/http/response_headers.ts `completeAnswer`).
+ */
+export function jsonAnswer(
+  body: BodyInit | null,
+  answer: { status?: number; type: string; requestId: string; headers?: Record<string, string> },
+): Response {
+  return completeAnswer(
+    new Response(body, {
+      status: answer.status ?? 200,
+      headers: { ...jsonHeaders(answer.type, answer.requestId), ...answer.headers },
+    }),
+  );
 }

@@ -3,12 +3,32 @@
  * they are.
  *
  * Why the one rule for every layer that decorates answers (request id, `nosniff`, RateLimit,
- * page policies): Deno.serve sends a Response whose headers were not changed after it was built
- * on a faster path, and the hot answers are built with these headers already, so "only when
- * missing" leaves them untouched; it also lets an answer carry a stricter value of its own.
+ * page policies): an answer may carry a stricter value of its own, and one built with them
+ * already is left as it was built.
  */
 export function addMissingHeaders(headers: Headers, add: Record<string, string>): void {
   for (const name in add) {
     if (!headers.has(name)) headers.set(name, add[name]!);
   }
+}
+
+const COMPLETE = new WeakSet<Response>();
+
+/**
+ * Marks an answer built with every header the HTTP entry adds to answers (`X-Request-Id` and
+ * `nosniff`, as lib/http/negotiate.ts `jsonHeaders` gives them; not an HTML page, so no page
+ * policy), so that the entry (server/entry.ts) does not read its headers to find that out.
+ *
+ * Why: Deno.serve sends a Response built from a plain object of headers on a native fast path,
+ * and reading the Response's `headers` afterwards builds them in JavaScript and drops that path
+ * (a few µs per answer, docs/bench.md "Profile summary: REST").
+ */
+export function completeAnswer(response: Response): Response {
+  COMPLETE.add(response);
+  return response;
+}
+
+/** True for an answer marked by `completeAnswer`. */
+export function isCompleteAnswer(response: Response): boolean {
+  return COMPLETE.has(response);
 }

@@ -10,6 +10,7 @@ import { loadConfig } from "../../lib/config.ts";
 import { createLogger } from "../../lib/log.ts";
 import { createApp } from "../../server/app.ts";
 import { httpEntry } from "../../server/entry.ts";
+import { createRefusals } from "../../server/refusals.ts";
 import { createGate } from "../../security/gate.ts";
 import { createRateLimiter } from "../../security/rate_limit.ts";
 import { ownerPrefix } from "../../store/addresses/keys.ts";
@@ -246,7 +247,13 @@ Deno.test("property: writes are charged as written, all or none, whatever their 
     app.fetch(request, admission);
   const server = Deno.serve(
     { port: 0, hostname: "127.0.0.1", onListen: () => {} },
-    httpEntry({ gate, cors: false, router: app.router }, inner, inner),
+    httpEntry({
+      gate,
+      router: app.router,
+      logger: createLogger({ level: "silent" }),
+      app: inner,
+      refusals: createRefusals({ router: app.router, logger: createLogger({ level: "silent" }) }),
+    }),
   );
   const base = `http://127.0.0.1:${server.addr.port}`;
   const how = fc.constantFrom<Spelled["how"]>(

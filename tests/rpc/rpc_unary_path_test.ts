@@ -284,8 +284,8 @@ function capture(): { logger: Logger; rpc: () => unknown[] } {
 }
 
 /**
- * Stores over copies of one KV file holding three addresses, so that the same writes give the
- * same ids and versionstamps on both sides.
+ * Stores over copies of one KV file holding three addresses and the page tokens' key, so that
+ * the same writes give the same ids, and the same pages the same tokens, on both sides.
  */
 async function storeCopies(): Promise<(() => Promise<Awaited<ReturnType<typeof open>>>)> {
   const dir = await Deno.makeTempDir();

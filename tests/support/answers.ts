@@ -4,6 +4,8 @@ import type { Store } from "../../store/store.ts";
 import type { AppEnv } from "../../lib/http/hono_env.ts";
 import type { Handler, Inner } from "../../server/handler.ts";
 import { httpEntry } from "../../server/entry.ts";
+import { createRefusals } from "../../server/refusals.ts";
+import { createLogger, type Logger } from "../../lib/log.ts";
 import { stubStore } from "./stores.ts";
 
 /** A store with the catalogue only: for tests of the read paths, which never touch addresses. */
@@ -34,21 +36,24 @@ export async function see(url: string, init: RequestInit): Promise<Seen> {
 }
 
 /**
- * The HTTP entry as production composes it (server/entry.ts, without a gate), over `app` and,
- * when given, answers placed in front of it (`front` receives the app as it is called).
+ * The HTTP entry as production composes it (server/entry.ts, without a gate), over `app`
+ * (`onApp` is told of each request that reaches it). The access log goes to `logger` (none by
+ * default).
  */
 export function entryOf(
   app: OpenAPIHono<AppEnv>,
-  front?: (inner: Inner) => Inner,
   onApp?: () => void,
+  logger: Logger = createLogger({ level: "silent" }),
 ): Handler {
   const inner: Inner = (request, admission) => {
     onApp?.();
     return app.fetch(request, admission);
   };
-  return httpEntry(
-    { gate: undefined, cors: false, router: app.router },
-    front ? front(inner) : inner,
-    inner,
-  );
+  return httpEntry({
+    gate: undefined,
+    router: app.router,
+    logger,
+    app: inner,
+    refusals: createRefusals({ router: app.router, logger }),
+  });
 }
