@@ -97,8 +97,8 @@ export const CHECKED_BEFORE_INPUT = new Map<string, (value: string) => unknown>(
 
 /**
  * A store page as a Relay connection: each edge's cursor resumes after it. Cursors are page
- * tokens, each made when a query asks for it (graphql-js calls a function-valued property), so a
- * page whose query selects no `cursor` makes none.
+ * tokens, made together the first time a query asks for one (the `cursor` field's resolver calls
+ * the edge's function), so a page whose query selects no `cursor` makes none.
  */
 async function page(
   context: AddressContext,
@@ -126,16 +126,21 @@ async function page(
     throw error;
   }
   const { owner, addresses } = context;
-  const cursorOf = (node: StoredAddress) => () => addresses.cursorAfter(owner, node.address.id);
-  const edges = listed.items.map((node) => ({ cursor: cursorOf(node), node }));
-  const last = listed.items.at(-1);
-  const endCursor = listed.nextCursor ?? last;
+  const { items, nextCursor } = listed;
+  let cursors: Promise<string[]> | undefined;
+  const cursorAt = (n: number) => {
+    cursors ??= addresses.cursorsAfter(owner, items.map((item) => item.address.id));
+    return cursors.then((all) => all[n]!);
+  };
+  const edges = items.map((node, n) => ({ cursor: () => cursorAt(n), node }));
   return {
     edges,
     pageInfo: {
-      hasNextPage: listed.nextCursor !== null,
+      hasNextPage: nextCursor !== null,
       endCursor: () =>
-        typeof endCursor === "object" ? cursorOf(endCursor)() : Promise.resolve(endCursor ?? null),
+        nextCursor !== null || items.length === 0
+          ? Promise.resolve(nextCursor)
+          : cursorAt(items.length - 1),
     },
   };
 }
