@@ -127,8 +127,8 @@ export interface AddressStore {
     options: { limit: number; cursor?: string | undefined },
     take: (addresses: Address[]) => void,
   ): Promise<string | null>;
-  /** The page token that resumes the owner's listing after address `id` (GraphQL's edges). */
-  cursorAfter(owner: string, id: number): Promise<string>;
+  /** The page tokens that resume the owner's listing after each of `ids` (GraphQL's edges). */
+  cursorsAfter(owner: string, ids: readonly number[]): Promise<string[]>;
   /** Every address of the owner by ascending id, read a page at a time as it is consumed. */
   exportAll(owner: string): AsyncGenerator<Address, void, undefined>;
   /**
@@ -378,7 +378,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     delete: owned(remove),
     list: owned(list),
     listBatches: owned(listBatches),
-    cursorAfter: owned((owner, id: number) => tokens.after(owner, id)),
+    cursorsAfter: owned((owner, ids: readonly number[]) => tokens.afterEach(owner, ids)),
     exportAll: async function* (owner) {
       const refused = ownerRefused(owner);
       if (refused) throw refused;
