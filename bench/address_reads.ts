@@ -205,7 +205,7 @@ export function buildAddressReadWorkloads(ctx: BenchContext, baseline: Baseline)
     load: `cycling through all ${SEEDED.toLocaleString("en-US")} ids`,
     checks: "every response: status 200 and a body size one of the addresses has (wrk Lua " +
       "hook); one address of each id length checked byte for byte against ours' before the " +
-      "load, and the raw peer's ETag equal to ours (the same versionstamp)",
+      "load, and the raw peer's ETag equal to ours (the same stored ETag)",
     sameHeaders: ["etag"],
   });
 

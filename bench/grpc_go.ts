@@ -1,12 +1,17 @@
-// The grpc-go peer (bench/peers/grpc_go/main.go): built offline with the system's Go against the
-// grpc-go sources Debian ships (golang-google-grpc-dev, in GOPATH mode: no module download), the
+// The bench's Go programs, the grpc-go peer (bench/peers/grpc_go/main.go) and the matrix's gRPC
+// load generator (bench/matrix/grpc_load/main.go): built offline with the system's Go against the
+// grpc-go sources Debian ships (golang-google-grpc-dev, in GOPATH mode: no module download), each
 // binary cached by a hash of its source, the Go version and grpc-go's version.
 import type { PeerPlace } from "./peer_services.ts";
 import { type Service, startService } from "./service.ts";
 
 /** Debian's Go sources; BENCH_GOPATH may point elsewhere (it must hold google.golang.org/grpc). */
 const DEFAULT_GOPATH = "/usr/share/gocode";
-const SOURCE = new URL("./peers/grpc_go/", import.meta.url).pathname;
+/** The Go programs, by name: their source directories. */
+const SOURCES = {
+  grpc_go: new URL("./peers/grpc_go/", import.meta.url).pathname,
+  grpc_load: new URL("./matrix/grpc_load/", import.meta.url).pathname,
+};
 
 async function run(command: string, args: string[], env?: Record<string, string>, cwd?: string) {
   try {
@@ -58,20 +63,22 @@ function cacheDir(): string | undefined {
 }
 
 /**
- * Builds the peer into `tmp` (GOPATH mode, no network, no cgo) unless a binary of the same source
- * and toolchain is cached; returns the binary's path.
+ * Builds a Go program of the bench (default: the grpc-go peer) into `tmp` (GOPATH mode, no
+ * network, no cgo) unless a binary of the same source and toolchain is cached; returns its path.
  */
 export async function buildGrpcGo(
   toolchain: { gopath: string; go: string; grpcGo: string },
   tmp: string,
+  program: keyof typeof SOURCES = "grpc_go",
 ): Promise<string> {
-  const source = await Deno.readTextFile(`${SOURCE}main.go`);
+  const dir = SOURCES[program];
+  const source = await Deno.readTextFile(`${dir}main.go`);
   const key = (await sha256Hex([source, toolchain.go, toolchain.grpcGo, toolchain.gopath]))
     .slice(0, 16);
   const cache = cacheDir();
-  const cached = cache && `${cache}/grpc_go-${key}`;
+  const cached = cache && `${cache}/${program}-${key}`;
   if (cached && await Deno.stat(cached).then((s) => s.isFile, () => false)) return cached;
-  const binary = `${tmp}/grpc_go`;
+  const binary = `${tmp}/${program}`;
   const env: Record<string, string> = {
     GO111MODULE: "off",
     GOPATH: toolchain.gopath,
@@ -81,8 +88,8 @@ export async function buildGrpcGo(
   };
   if (!cache) env.GOCACHE = `${tmp}/go-build`;
   // GOPATH mode takes a package outside GOPATH only by a relative path.
-  const built = await run("go", ["build", "-o", binary, "."], env, SOURCE);
-  if (!built.ok) throw new Error(`grpc-go peer did not build:\n${built.text.slice(0, 2000)}`);
+  const built = await run("go", ["build", "-o", binary, "."], env, dir);
+  if (!built.ok) throw new Error(`${program} did not build:\n${built.text.slice(0, 2000)}`);
   if (cached) {
     // Copied under a temporary name, then renamed: a bench stopped mid-copy leaves no half binary.
     await Deno.mkdir(cache, { recursive: true });

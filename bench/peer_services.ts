@@ -113,3 +113,44 @@ export function startBareHttp2(place: PeerPlace, booksFile: string): Promise<Ser
     env: { BOOKS_FILE: booksFile },
   });
 }
+
+/** The headers the matrix's HTTP ceiling sends: copied, and computed per answer. */
+export interface CeilingHeaders {
+  static: Record<string, string>;
+  dynamic: string[];
+}
+
+/**
+ * Plain `Deno.serve` doing the address book straight on Deno KV in every framing of the HTTP port
+ * (bench/peers/raw_kv_address_book.ts), on the KV file `kvPath`, sending `headers`.
+ */
+export function startRawKvAddressBook(
+  place: PeerPlace,
+  kvPath: string,
+  headers: CeilingHeaders,
+  v1Kept: readonly string[],
+): Promise<Service> {
+  return startDenoPeer(place, {
+    name: "raw Deno.serve on KV",
+    file: "raw_kv_address_book.ts",
+    env: { KV_PATH: kvPath, HEADERS: JSON.stringify(headers), V1_KEPT: v1Kept.join(",") },
+    flags: [`--allow-write=${kvPath.slice(0, kvPath.lastIndexOf("/"))}`],
+  });
+}
+
+/**
+ * A bare node:http2 server doing the address book's gRPC methods straight on Deno KV
+ * (bench/peers/bare_http2_address_book.ts), on the KV file `kvPath`.
+ */
+export function startBareHttp2AddressBook(
+  place: PeerPlace,
+  kvPath: string,
+  v1Kept: readonly string[],
+): Promise<Service> {
+  return startDenoPeer(place, {
+    name: "bare node:http2 on KV",
+    file: "bare_http2_address_book.ts",
+    env: { KV_PATH: kvPath, V1_KEPT: v1Kept.join(",") },
+    flags: [`--allow-write=${kvPath.slice(0, kvPath.lastIndexOf("/"))}`],
+  });
+}

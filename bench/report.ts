@@ -2,6 +2,11 @@ import type { BenchOptions } from "./options.ts";
 import { fmt, type WorkloadResult } from "./runner.ts";
 import { median } from "./stats.ts";
 import type { Tools } from "./tools.ts";
+import { MATRIX_PREFIX, matrixTable } from "./matrix/table.ts";
+
+function isMatrix(w: WorkloadResult): boolean {
+  return w.id.startsWith(MATRIX_PREFIX);
+}
 
 /** The machine and settings a run was measured on. */
 export interface RunMeta {
@@ -82,6 +87,7 @@ function ratioCell(w: WorkloadResult, name: string, ratio: number | undefined): 
     (t.measure === undefined || t.measure === "rps") && t.against === name
   );
   const text = `${ratio.toFixed(2)}×`;
+  if (target?.checksFailed) return "- (failed checks)";
   if (!target || !("min" in target)) return text;
   return `${text} (target ≥ ${target.min}: ${target.met ? "met" : "MISSED"})`;
 }
@@ -109,12 +115,17 @@ export function workloadTable(w: WorkloadResult): string {
   );
   for (const c of w.contenders) {
     const label = c.role === "ceiling" ? `${c.name} (ceiling)` : c.name;
+    // A contender that failed a check has no speed to report: what it answered was not right.
+    const failed = c.failures > 0;
+    const speed = (text: string) => (failed ? "failed" : text);
     lines.push(
-      `| ${label} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${rssCell(c)} | ${
-        us(c.cpuUsPerRequest)
-      } |${wire ? ` ${wireCell(c)} |` : ""} ${ratioCell(w, c.name, c.ratio)} | ${
-        c.cpuRatio === undefined ? "" : `${c.cpuRatio.toFixed(2)}×`
-      } | ${c.failures}${c.failures > 0 ? ` (${c.firstFailure})` : ""} |`,
+      `| ${label} | ${speed(fmt(c.rps))} | ${speed(ms(c.p50Ms))} | ${speed(ms(c.p99Ms))} | ${
+        rssCell(c)
+      } | ${speed(us(c.cpuUsPerRequest))} |${wire ? ` ${wireCell(c)} |` : ""} ${
+        failed ? "" : ratioCell(w, c.name, c.ratio)
+      } | ${failed || c.cpuRatio === undefined ? "" : `${c.cpuRatio.toFixed(2)}×`} | ${c.failures}${
+        failed ? ` (${c.firstFailure})` : ""
+      } |`,
     );
   }
   if (w.showNotes) {
@@ -147,7 +158,8 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
       continue;
     }
     for (const t of w.targets) {
-      summary.push(`| ${w.title} | ${targetRow(t)} | ${t.met ? "met" : "MISSED"} |`);
+      const outcome = t.checksFailed ? "FAILED checks" : t.met ? "met" : "MISSED";
+      summary.push(`| ${w.title} | ${targetRow(t)} | ${outcome} |`);
     }
     // A peer against the ceiling, for information (e.g. graphql-yoga ÷ raw Deno.serve).
     const ceiling = w.contenders.find((c) => c.role === "ceiling");
@@ -164,57 +176,29 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
   return [
     ...head,
     ...results.map(workloadTable),
-    ...styleTable(results),
-    // The scaling run's summary; the style rows have their own.
-    ...(hasTargets ? summary : results.every(isStyle) ? [] : costTable(results)),
+    ...matrixTable(results),
+    // The scaling run's summary; the matrix has its own.
+    ...(hasTargets ? summary : results.every(isMatrix) ? [] : costTable(results)),
     "",
   ]
     .join("\n");
 }
 
-/** Workloads whose ids start with this compare the API styles (bench/styles.ts). */
-const STYLE_PREFIX = "style-";
-
-function isStyle(w: WorkloadResult): boolean {
-  return w.id.startsWith(STYLE_PREFIX);
-}
-
-/**
- * The styles side by side: every style workload's rows in one table, by operation (none when no
- * style workload ran).
- */
-function styleTable(results: WorkloadResult[]): string[] {
-  const rows = results.filter((w) => isStyle(w) && !w.skipped && !w.error);
-  if (rows.length === 0) return [];
-  const lines = [
-    "### Which style",
-    "",
-    "| operation | style | req/s | p50 ms | p99 ms | server CPU µs/req | wire bytes/req (request + response) | failed checks |",
-    "|---|---|---:|---:|---:|---:|---:|---:|",
-  ];
-  for (const w of rows) {
-    for (const c of w.contenders) {
-      lines.push(
-        `| ${w.id.slice(STYLE_PREFIX.length)} | ${c.name} | ${fmt(c.rps)} | ${ms(c.p50Ms)} | ${
-          ms(c.p99Ms)
-        } | ${us(c.cpuUsPerRequest)} | ${wireCell(c)} | ${c.failures} |`,
-      );
-    }
-  }
-  return [...lines, ""];
-}
-
 /** The middle cells of a target's summary row: what is compared, the measure, the target. */
 function targetRow(t: WorkloadResult["targets"][number]): string {
   const value = (unit: string) =>
-    t.ratio === undefined ? "-" : `${t.ratio.toFixed(unit === " MiB" ? 0 : 2)}${unit}`;
+    t.ratio === undefined || t.checksFailed
+      ? "-"
+      : `${t.ratio.toFixed(unit === " MiB" ? 0 : 2)}${unit}`;
   switch (t.measure) {
     case "memory":
       return t.against === undefined
         ? `(peak memory of ours, MiB) | ${value(" MiB")} | ≤ ${t.max} MiB`
         : `${t.against} (peak memory: ours ÷ it) | ${value("×")} | ≤ ${t.max}×`;
     case "misses":
-      return `(${t.what}) | ${t.ratio === undefined ? "-" : fmt(t.ratio)} | ≤ ${fmt(t.max)}`;
+      return `(${t.what}) | ${t.ratio === undefined || t.checksFailed ? "-" : fmt(t.ratio)} | ≤ ${
+        fmt(t.max)
+      }`;
     case "p99":
       return `${t.against} (p99 latency: ours ÷ it) | ${value("×")} | ≤ ${t.max}×`;
     default:

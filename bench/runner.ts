@@ -120,8 +120,11 @@ export interface WorkloadResult {
   showNotes?: boolean;
   reference?: string;
   contenders: ContenderResult[];
-  /** `ratio`: what was measured against the target (MiB for memory). */
-  targets: (Target & { ratio: number | undefined; met: boolean })[];
+  /**
+   * `ratio`: what was measured against the target (MiB for memory); `checksFailed`: a contender
+   * it compares failed a check, so its figure means nothing and the target is not met.
+   */
+  targets: (Target & { ratio: number | undefined; met: boolean; checksFailed: boolean })[];
 }
 
 /**
@@ -218,7 +221,7 @@ export async function runWorkload(
   const oursResult = result.contenders.find((c) => c.role === "ours");
   const within = (value: number | undefined, max: number, clean: boolean) => {
     const ratio = value !== undefined && Number.isFinite(value) ? value : undefined;
-    return { ratio, met: ratio !== undefined && ratio <= max && clean };
+    return { ratio, met: ratio !== undefined && ratio <= max && clean, checksFailed: !clean };
   };
   for (const target of workload.targets) {
     if (target.measure === "misses") {
@@ -254,6 +257,7 @@ export async function runWorkload(
       ...target,
       ratio,
       met: ratio !== undefined && ratio >= target.min && clean,
+      checksFailed: !clean,
     });
   }
   return result;

@@ -6,6 +6,7 @@ import { ADDRESS_INPUT } from "./addresses_contenders.ts";
 import { cpuSeconds } from "./proc.ts";
 import { openAddressStore } from "../store/addresses/repository.ts";
 import { openLayout } from "../store/layout/migrate.ts";
+import { pageTokens } from "../store/addresses/page_tokens.ts";
 
 /** Creations in flight while seeding; the store commits them in batches of `SEED_BATCH`. */
 const IN_FLIGHT = 5_000;
@@ -16,7 +17,11 @@ export const SEEDING = `the project's address store in-process (store.create, th
   `commit of POST /addresses without HTTP: ${IN_FLIGHT.toLocaleString("en-US")} in flight, ` +
   `batches of ${SEED_BATCH}), all for the owner of auth off ("")`;
 
-/** Stores `count` copies of ADDRESS_INPUT (ids 1 to `count`) for the owner "" in a fresh KV. */
+/**
+ * Stores `count` copies of ADDRESS_INPUT (ids 1 to `count`) for the owner "" in a fresh KV, with
+ * its page token key: every copy of the file then seals page tokens with the same key, so a
+ * ceiling on one copy answers the same tokens as a server on another.
+ */
 export async function seedAddresses(kvPath: string, count: number): Promise<void> {
   const kv = await Deno.openKv(kvPath);
   try {
@@ -24,6 +29,7 @@ export async function seedAddresses(kvPath: string, count: number): Promise<void
     // all, past any quota (the servers started on it only read).
     const guard = await openLayout(kv, kvPath, { migrateOnStart: false });
     const store = openAddressStore(kv, { maxBatch: SEED_BATCH, maxPerOwner: Infinity, guard });
+    await pageTokens(kv).ready();
     for (let done = 0; done < count; done += IN_FLIGHT) {
       const n = Math.min(IN_FLIGHT, count - done);
       await Promise.all(Array.from({ length: n }, () => store.create("", ADDRESS_INPUT)));
@@ -35,7 +41,10 @@ export async function seedAddresses(kvPath: string, count: number): Promise<void
 
 /**
  * Copies a closed KV file (and a WAL beside it, if any) into `dir` as `kv.sqlite3`, the name
- * startOurs uses, so each server process reads its own copy of the same data.
+ * startOurs uses, so each server process reads its own copy of the same data. The copy is flushed
+ * to disk before it is used: else the first commit of the server on it would wait for the whole
+ * copy to be written out (its fsync flushes the file), seconds on a busy disk, inside a measured
+ * round.
  */
 export async function copyKv(kvPath: string, dir: string): Promise<string> {
   const target = `${dir}/kv.sqlite3`;
@@ -44,6 +53,15 @@ export async function copyKv(kvPath: string, dir: string): Promise<string> {
     await Deno.copyFile(kvPath + suffix, target + suffix).catch((e) => {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     });
+  }
+  for (const suffix of ["", "-wal"]) {
+    const file = await Deno.open(target + suffix, { read: true, write: true }).catch(() => null);
+    if (file === null) continue;
+    try {
+      await file.sync();
+    } finally {
+      file.close();
+    }
   }
   return target;
 }

@@ -88,7 +88,10 @@ export async function startService(spec: ServiceSpec): Promise<Service> {
       if (!exited) child.kill("SIGKILL");
       await status;
       await pumps;
-      throw new Error(`${spec.name} did not start (${exited ? "exited" : "timed out"}):\n${head}`);
+      const why = exited
+        ? `exited with code ${exited.code}${exited.signal ? `, ${exited.signal}` : ""}`
+        : "timed out";
+      throw new Error(`${spec.name} did not start (${why}):\n${head}${errors.slice(0, 2000)}`);
     }
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the load generators `deno task bench` drives: wrk (HTTP/1.1) and h2load (HTTP/2,
-# from nghttp2-client), and Go with Debian's grpc-go sources for the grpc-go peer (built offline
-# by the bench; without them that peer is left out). Debian/Ubuntu only; run as root or with sudo.
+# from nghttp2-client), and Go with Debian's grpc-go sources for the grpc-go peer and the matrix's
+# gRPC load generator (built offline by the bench; without them that peer is left out and the
+# matrix's gRPC cells are skipped). Debian/Ubuntu only; run as root or with sudo.
 # taskset (util-linux) is optional: without it client and server are not pinned to separate cores.
 set -eu
 missing=""

@@ -10,11 +10,13 @@ export interface WireBytes {
 
 /**
  * Relays connections to `target` (`http://host:port`) while `use` runs with the relay's base URL;
- * `use` answers how many requests it completed. Per request: bytes client → server and back.
+ * `use` answers how many requests it sent and how many of them were answered (a load generator
+ * stopped by time leaves one in flight per connection). Per request: bytes client → server, per
+ * answer: bytes back.
  */
 export async function wireBytes(
   target: string,
-  use: (relayBase: string) => Promise<number>,
+  use: (relayBase: string) => Promise<{ sent: number; answered: number }>,
 ): Promise<WireBytes> {
   const { hostname, port } = new URL(target);
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -47,14 +49,14 @@ export async function wireBytes(
       );
     }
   })();
-  let requests: number;
+  let count: { sent: number; answered: number };
   try {
-    requests = await use(`http://127.0.0.1:${listener.addr.port}`);
+    count = await use(`http://127.0.0.1:${listener.addr.port}`);
   } finally {
     listener.close();
     await accepting.catch(() => {});
   }
   await Promise.all(relays);
-  if (!(requests > 0)) throw new Error("no request went through the relay");
-  return { request: sent / requests, response: received / requests };
+  if (!(count.answered > 0)) throw new Error("no request went through the relay");
+  return { request: sent / count.sent, response: received / count.answered };
 }

@@ -22,7 +22,7 @@ import {
 import { type Answer, BOOKS_QUERY, learnGraphql, type Reference, sameBodies } from "./reference.ts";
 import type { Target, Workload } from "./runner.ts";
 import { buildServeWorkloads } from "./serve_contenders.ts";
-import { buildStyleWorkloads } from "./styles.ts";
+import { buildMatrixWorkloads } from "./matrix/workloads.ts";
 import { baselineOf } from "./baseline.ts";
 
 /** Names of the contenders, as targets refer to them. */
@@ -374,6 +374,6 @@ export async function buildWorkloads(
     ...buildAddressReadWorkloads(ctx, baseline),
     buildCreatesWorkload(ctx, baseline),
     ...serve,
-    ...buildStyleWorkloads(ctx),
+    ...await buildMatrixWorkloads(ctx),
   ];
 }

@@ -19,6 +19,19 @@ export interface WrkRun {
   pathsFile?: string;
   /** Where the `id` of every good response body is written, one a line. */
   idsFile?: string;
+  /**
+   * Requests sent in turn instead of the URL's (wrk_check.lua has the format): the method, path
+   * and body of each; `contentType` and `headers` go with every one.
+   */
+  requestsFile?: string;
+  /** Index of the first request of `requestsFile` to send. */
+  start?: number;
+  /** Send `requestsFile` again from its start once every request was sent (default true). */
+  wrap?: boolean;
+  /** Headers sent with each request of `requestsFile`. */
+  headers?: Record<string, string>;
+  /** A file of bytes every good response body must end with. */
+  suffixFile?: string;
 }
 
 /** What wrk measured and what the check script found. */
@@ -36,6 +49,8 @@ export interface WrkResult {
   firstFailure: string;
   /** Ids written to `idsFile`. */
   ids: number;
+  /** Requests of `requestsFile` taken (sent or about to be): where the next run may start. */
+  generated: number;
 }
 
 const SCRIPT = new URL("./wrk_check.lua", import.meta.url).pathname;
@@ -66,6 +81,11 @@ export async function runWrk(run: WrkRun, threads = 1): Promise<WrkResult> {
       BENCH_CONTENT_TYPE: run.contentType ?? "application/json",
       BENCH_PATHS_FILE: run.pathsFile ?? "",
       BENCH_IDS_FILE: run.idsFile ?? "",
+      BENCH_REQUESTS_FILE: run.requestsFile ?? "",
+      BENCH_START: String(run.start ?? 0),
+      BENCH_WRAP: run.wrap === false ? "0" : "1",
+      BENCH_HEADERS: Object.entries(run.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join("\n"),
+      BENCH_SUFFIX_FILE: run.suffixFile ?? "",
     },
     stdout: "piped",
     stderr: "piped",
@@ -80,13 +100,17 @@ export async function runWrk(run: WrkRun, threads = 1): Promise<WrkResult> {
   const r = JSON.parse(line.slice("BENCH_RESULT ".length));
   const socketErrors = r.connectErrors + r.readErrors + r.writeErrors + r.timeouts;
   const unchecked = Math.max(0, r.requests - r.checked);
-  const failures = r.badStatus + r.badLength + socketErrors + unchecked;
+  const failures = r.badStatus + r.badLength + socketErrors + unchecked + r.exhausted;
   let firstFailure = r.firstBad as string;
   if (!firstFailure && socketErrors > 0) {
     firstFailure = `socket errors: connect ${r.connectErrors}, read ${r.readErrors}, ` +
       `write ${r.writeErrors}, timeout ${r.timeouts}`;
   }
   if (!firstFailure && unchecked > 0) firstFailure = `${unchecked} responses not checked`;
+  if (r.exhausted) {
+    firstFailure = `every request of the requests file was sent (from ${run.start ?? 0} on): ` +
+      `more are needed for this long a run; ${firstFailure}`;
+  }
   const seconds = r.durationUs / 1e6;
   return {
     requests: r.requests,
@@ -98,5 +122,6 @@ export async function runWrk(run: WrkRun, threads = 1): Promise<WrkResult> {
     failures,
     firstFailure,
     ids: r.ids,
+    generated: r.generated,
   };
 }

@@ -97,8 +97,8 @@ export const CHECKED_BEFORE_INPUT = new Map<string, (value: string) => unknown>(
 
 /**
  * A store page as a Relay connection: each edge's cursor resumes after it. Cursors are page
- * tokens, each made when a query asks for it (graphql-js calls a function-valued property), so a
- * page whose query selects no `cursor` makes none.
+ * tokens, made together the first time a query asks for one (the `cursor` field's resolver calls
+ * the edge's function), so a page whose query selects no `cursor` makes none.
  */
 async function page(
   context: AddressContext,
@@ -126,16 +126,21 @@ async function page(
     throw error;
   }
   const { owner, addresses } = context;
-  const cursorOf = (node: StoredAddress) => () => addresses.cursorAfter(owner, node.address.id);
-  const edges = listed.items.map((node) => ({ cursor: cursorOf(node), node }));
-  const last = listed.items.at(-1);
-  const endCursor = listed.nextCursor ?? last;
+  const { items, nextCursor } = listed;
+  let cursors: Promise<string[]> | undefined;
+  const cursorAt = (n: number) => {
+    cursors ??= addresses.cursorsAfter(owner, items.map((item) => item.address.id));
+    return cursors.then((all) => all[n]!);
+  };
+  const edges = items.map((node, n) => ({ cursor: () => cursorAt(n), node }));
   return {
     edges,
     pageInfo: {
-      hasNextPage: listed.nextCursor !== null,
+      hasNextPage: nextCursor !== null,
       endCursor: () =>
-        typeof endCursor === "object" ? cursorOf(endCursor)() : Promise.resolve(endCursor ?? null),
+        nextCursor !== null || items.length === 0
+          ? Promise.resolve(nextCursor)
+          : cursorAt(items.length - 1),
     },
   };
 }
@@ -147,7 +152,15 @@ const ifMatch = {
     "list of them, or `*`. The write happens only if the address still has one of them (strong " +
     "comparison: a weak `W/` tag never matches), else `precondition-failed`.",
 };
-const address = new GraphQLNonNull(AddressType);
+/**
+ * What a mutation answers: nullable, so that a write that fails is `null` with its error while the
+ * fields before and after it (run one after another, as the GraphQL specification executes a
+ * mutation's fields) keep what they stored. A non-null result would null the whole `data`, hiding
+ * the ids and etags of the writes that succeeded.
+ */
+const written = AddressType;
+const FAILED = " Null, with the error in `errors`, when it fails; the operation's other writes " +
+  "still run and answer.";
 
 /** The root field that reads a page of addresses. */
 export const PAGE_FIELD = "addresses";
@@ -193,8 +206,8 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
   createAddress: {
     access: "addresses:write",
     config: {
-      type: address,
-      description: "Stores the address for the caller with a new id (`POST /addresses`).",
+      type: written,
+      description: "Stores the address for the caller with a new id (`POST /addresses`)." + FAILED,
       args: {
         input: { type: new GraphQLNonNull(AddressInputType) },
         idempotencyKey: {
@@ -221,12 +234,12 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
   replaceAddress: {
     access: "addresses:write",
     config: {
-      type: address,
+      type: written,
       description: "REST's version 1 `PUT /addresses/{id}`: the caller's existing address gets " +
         `${fieldListText(V1_REPLACED)} from the input and keeps its ${fieldListText(V1_KEPT)}; ` +
         "otherwise (absent, or another owner's) the input is stored as a new address with a " +
         "generated id, which the answer carries. Version 2 (create at this id, replace every " +
-        "field) is chosen over REST by its media type and has no counterpart here.",
+        "field) is chosen over REST by its media type and has no counterpart here." + FAILED,
       args: { id, input: { type: new GraphQLNonNull(AddressInputType) }, ifMatch },
       resolve: async (
         _,
@@ -243,9 +256,9 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
   updateAddress: {
     access: "addresses:write",
     config: {
-      type: address,
+      type: written,
       description: "Applies a merge patch to one of the caller's addresses " +
-        "(`PATCH /addresses/{id}`); none with this id is `address-not-found`.",
+        "(`PATCH /addresses/{id}`); none with this id is `address-not-found`." + FAILED,
       args: { id, patch: { type: new GraphQLNonNull(AddressPatchType) }, ifMatch },
       resolve: async (
         _,
@@ -265,9 +278,9 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
   deleteAddress: {
     access: "addresses:write",
     config: {
-      type: new GraphQLNonNull(GraphQLBoolean),
+      type: GraphQLBoolean,
       description: "Deletes one of the caller's addresses (`DELETE /addresses/{id}`): true; " +
-        "none with this id is `address-not-found`. Its id is never handed out again.",
+        "none with this id is `address-not-found`. Its id is never handed out again." + FAILED,
       args: { id, ifMatch },
       resolve: async (_, args: { id: string; ifMatch?: string | null }, context) => {
         await context.addresses.delete(

@@ -127,12 +127,15 @@ const AddressEdgeType = new GraphQLObjectType<AddressEdge>({
     cursor: {
       type: text,
       description: "Resumes the listing after this address (REST's `cursor`).",
+      // A resolver, not a function-valued property: graphql-jit reads a property inline without
+      // calling it, where graphql-js's default resolver would.
+      resolve: (edge) => edge.cursor(),
     },
     node: { type: new GraphQLNonNull(AddressType) },
   },
 });
 
-const PageInfoType = new GraphQLObjectType({
+const PageInfoType = new GraphQLObjectType<AddressPageOut["pageInfo"]>({
   name: "PageInfo",
   fields: {
     hasNextPage: { type: new GraphQLNonNull(GraphQLBoolean) },
@@ -140,6 +143,7 @@ const PageInfoType = new GraphQLObjectType({
       type: GraphQLString,
       description: "The last edge's cursor; null on an empty page. While `hasNextPage`, it is " +
         "REST's `nextCursor`.",
+      resolve: (info) => info.endCursor(),
     },
   },
 });

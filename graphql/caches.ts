@@ -4,8 +4,9 @@ import { createDocumentCache, type DocumentCache } from "./prepare.ts";
 import { createResultCache, type ResultCache } from "./result_cache.ts";
 
 /**
- * The caches of the GraphQL endpoint, shared by its route and the answers given in front of the
- * router (graphql/cached_front.ts): parsed and validated documents, and encoded results.
+ * The caches of the GraphQL endpoint: parsed and validated documents (with their planned and
+ * compiled operations), and encoded results. Made by the composition so that it can report what
+ * they hold.
  */
 export interface GraphqlCaches {
   documents: DocumentCache;

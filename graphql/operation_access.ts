@@ -2,16 +2,16 @@ import {
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
-  getOperationAST,
   Kind,
   type OperationDefinitionNode,
+  OperationTypeNode,
   type SelectionSetNode,
 } from "graphql";
 import type { Access } from "../security/access.ts";
 import { CATALOGUE_FIELDS, ROOT_ACCESS } from "./schema.ts";
 
 /** What the operation a request runs needs, decided before it runs. */
-interface OperationPlan {
+export interface OperationPlan {
   operation: OperationDefinitionNode;
   /** What its root fields need, each once, in the order they first appear. */
   accesses: Access[];
@@ -19,28 +19,26 @@ interface OperationPlan {
   catalogueOnly: boolean;
   /** Its root fields as written (an aliased field once per alias). */
   fields: FieldNode[];
+  /** The writes it makes (`writesOf`): each is one call against the rate limit. */
+  writes: number;
 }
 
 /**
- * The plan of the operation `operationName` selects in a validated document; undefined when it
- * selects none (execution then answers the error and runs nothing). Root fields are collected
+ * The plan of `operation`, an operation of a validated document. Root fields are collected
  * through fragment spreads and inline fragments, and `@skip`/`@include` are ignored, so a field
  * that may run counts whether or not it will.
  */
 export function planOf(
   document: DocumentNode,
-  operationName: string | undefined,
-): OperationPlan | undefined {
-  const operation = getOperationAST(document, operationName);
-  if (!operation) return undefined;
+  operation: OperationDefinitionNode,
+): OperationPlan {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) {
       fragments.set(definition.name.value, definition);
     }
   }
-  const fields: FieldNode[] = [];
-  collectRootFields(operation.selectionSet, fragments, fields, new Set());
+  const fields = rootFieldsOf(operation, (name) => fragments.get(name));
   const accesses = new Set<Access>();
   let catalogueOnly = true;
   for (const name of new Set(fields.map((field) => field.name.value))) {
@@ -48,12 +46,48 @@ export function planOf(
     accesses.add(ROOT_ACCESS.get(name) ?? "authenticated");
     if (!CATALOGUE_FIELDS.has(name)) catalogueOnly = false;
   }
-  return { operation, accesses: [...accesses], catalogueOnly, fields };
+  return {
+    operation,
+    accesses: [...accesses],
+    catalogueOnly,
+    fields,
+    writes: writesOf(operation, fields),
+  };
+}
+
+/**
+ * The root fields of an operation as written (an aliased field once per alias), through fragment
+ * spreads and inline fragments, whatever `@skip` and `@include` say. `fragment` finds a fragment
+ * by name; an unknown one, or one already spread (a cycle), adds nothing.
+ */
+export function rootFieldsOf(
+  operation: OperationDefinitionNode,
+  fragment: (name: string) => FragmentDefinitionNode | undefined | null,
+): FieldNode[] {
+  const fields: FieldNode[] = [];
+  collectRootFields(operation.selectionSet, fragment, fields, new Set());
+  return fields;
+}
+
+/**
+ * The writes a mutation makes: its root fields by response key (fields written twice under one
+ * key run once), meta fields (`__typename`) aside. A query makes none.
+ */
+export function writesOf(
+  operation: OperationDefinitionNode,
+  fields: readonly FieldNode[],
+): number {
+  if (operation.operation !== OperationTypeNode.MUTATION) return 0;
+  const keys = new Set<string>();
+  for (const field of fields) {
+    if (!field.name.value.startsWith("__")) keys.add(field.alias?.value ?? field.name.value);
+  }
+  return keys.size;
 }
 
 function collectRootFields(
   selections: SelectionSetNode,
-  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+  fragment: (name: string) => FragmentDefinitionNode | undefined | null,
   fields: FieldNode[],
   spread: Set<string>,
 ): void {
@@ -61,14 +95,14 @@ function collectRootFields(
     if (selection.kind === Kind.FIELD) {
       fields.push(selection);
     } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-      collectRootFields(selection.selectionSet, fragments, fields, spread);
+      collectRootFields(selection.selectionSet, fragment, fields, spread);
     } else {
       const name = selection.name.value;
-      const fragment = fragments.get(name);
+      const definition = fragment(name);
       // Validation rules out unknown fragments and cycles; each is walked once regardless.
-      if (fragment === undefined || spread.has(name)) continue;
+      if (!definition || spread.has(name)) continue;
       spread.add(name);
-      collectRootFields(fragment.selectionSet, fragments, fields, spread);
+      collectRootFields(definition.selectionSet, fragment, fields, spread);
     }
   }
 }

@@ -8,7 +8,7 @@ import type { AppEnv } from "../lib/http/hono_env.ts";
 import type { BookStore } from "../store/books.ts";
 import type { AddressStore } from "../store/addresses/repository.ts";
 import { type AccessRules, accessRules, authorize } from "../security/gate.ts";
-import { planOf } from "./operation_access.ts";
+import type { Admission } from "../security/admission.ts";
 import { pageBudgetProblem, variableInputProblems } from "./operation_checks.ts";
 import { schemaRoute } from "./schema_route.ts";
 import { graphiqlAssetRoutes, graphiqlPage } from "./graphiql.ts";
@@ -58,15 +58,18 @@ interface GraphqlDeps {
  * Serves GraphQL at `/graphql`: operations over POST (GraphQL-over-HTTP), GraphiQL for a browser's
  * GET, GraphiQL's files under `/graphql/assets/` and the schema at `/graphql/schema.graphql`.
  *
- * A request costs, in order: Accept and Content-Type checks, reading and parsing the JSON body,
- * the document size check, then either a cached result (variable-free operations of the
- * catalogue alone, per catalogue snapshot: result_cache.ts) or a cached parse-and-validate
- * (prepare.ts), the access its root fields need (operation_access.ts), what it asks of the
- * address book (operation_checks.ts), and execution.
+ * Every operation takes this one path. A request costs, in order: Accept and Content-Type checks,
+ * reading and parsing the JSON body, the document size check, then either a cached result
+ * (variable-free operations of the catalogue alone, per catalogue snapshot: result_cache.ts) or
+ * a cached parse-and-validate with the operation planned (prepare.ts), its further writes charged
+ * to the rate limit, the access its root fields need (operation_access.ts), what it asks of the
+ * address book (operation_checks.ts), and execution: interpreted the first time, compiled after
+ * (execute.ts).
  *
  * Access: the gate at the entry identifies the caller and charges the rate limit for the route
  * (declared public); what a call needs depends on its operation's root fields, so the route asks
- * the gate's own rule (`authorize`) for each before the operation runs. Only when the caller
+ * the gate's own rule (`authorize`) for each before the operation runs, and the gate charges
+ * each write beyond the first (`charge`) before any runs. Only when the caller
  * lacks what even the books need (no token, `AUTH_BOOKS=required`) is it refused before the body
  * is read: every operation needs at least that.
  *
@@ -77,7 +80,7 @@ interface GraphqlDeps {
  * `application/json` and 500 for a response without data (GraphQL-over-HTTP says 200),
  * executes queries sent by GET, and its GraphiQL page loads everything from a CDN. Each of
  * those is a requirement here, so the endpoint is built on graphql-js directly (parse, validate,
- * execute), with graphql-armor's rules for the limits; the package stays unused.
+ * execute) and graphql-jit, with graphql-armor's rules for the limits; the package stays unused.
  */
 export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const config = deps.config ?? loadConfig({}).graphql;
@@ -130,35 +133,43 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
         logRejection(deps.logger, c.get("requestId"), prepared.errors);
         return documentErrorsResponse(prepared.errors, type);
       }
-      const plan = planOf(prepared.document, params.operationName);
-      if (plan !== undefined) {
-        for (const needed of plan.accesses) {
-          const refusal = authorize(caller, needed, access);
-          if (refusal !== undefined) return refuse(c, refusal);
-        }
+      const root = booksRoot(catalogue);
+      const context = { owner: caller.owner, addresses: deps.addresses };
+      const operation = prepared.operation(params.operationName);
+      if (operation === undefined) {
+        // No operation to run (an unknown or missing operationName): graphql-js says which.
+        const result = await execute({
+          schema,
+          document: prepared.document,
+          operationName: params.operationName,
+        });
+        return executionResponse(result, responseContext(c, type, deps.logger));
+      }
+      const { plan } = operation;
+      // Each write is one call, as a REST or gRPC write is: the entry charged the first, the
+      // gate charges the rest, all or none, before anything runs.
+      const decision = (c.env as Admission | undefined)?.decision;
+      if (plan.writes > 1 && decision?.ok && decision.charge !== undefined) {
+        const refusal = decision.charge(plan.writes);
+        if (refusal !== undefined) return refuse(c, refusal);
+      }
+      for (const needed of plan.accesses) {
+        const refusal = authorize(caller, needed, access);
+        if (refusal !== undefined) return refuse(c, refusal);
+      }
+      if (!plan.catalogueOnly) {
         const problems = variableInputProblems(plan, params.variables);
         const pages = pageBudgetProblem(plan, params.variables);
         if (pages !== undefined) problems.push(pages);
         if (problems.length > 0) return inputErrorsResponse(problems, type);
       }
-      const result = await execute({
-        schema,
-        document: prepared.document,
-        rootValue: booksRoot(catalogue),
-        contextValue: { owner: caller.owner, addresses: deps.addresses },
-        variableValues: params.variables,
-        operationName: params.operationName,
-      });
+      const result = await operation.run(root, context, params.variables);
       if (result.errors === undefined) {
         const body = JSON.stringify({ data: result.data });
-        if (key !== undefined && plan?.catalogueOnly) results.set(key, catalogue, body);
+        if (key !== undefined && plan.catalogueOnly) results.set(key, catalogue, body);
         return dataResponse(body, type, c.get("requestId"));
       }
-      return executionResponse(result, {
-        type,
-        requestId: c.get("requestId"),
-        logger: deps.logger,
-      });
+      return executionResponse(result, responseContext(c, type, deps.logger));
     } catch (error) {
       if (error instanceof AppError) return requestErrorResponse(error, type);
       throw error;
@@ -189,6 +200,11 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
 
   schemaRoute(app, schema, config);
   graphiqlAssetRoutes(app);
+}
+
+/** What rendering an execution's errors needs of the request. */
+function responseContext(c: Context<AppEnv>, type: GraphqlMediaType, logger: Logger) {
+  return { type, requestId: c.get("requestId"), logger };
 }
 
 /** Limit rejections are worth a warning (someone may be probing); the query is not logged. */

@@ -40,6 +40,7 @@ const ConfigSchema = z.object({
   GRAPHQL_MAX_ALIASES: positiveInt.default(30),
   GRAPHQL_MAX_DIRECTIVES: positiveInt.default(50),
   GRAPHQL_MAX_COST: positiveInt.default(1000),
+  GRAPHQL_MAX_MUTATIONS: positiveInt.default(10),
   GRAPHQL_INTROSPECTION: z.enum(["true", "false"], "must be true or false").default("true"),
   // The secret's value never appears in a message: only its length is checked here.
   AUTH_JWT_SECRET: z.string().refine(
@@ -247,6 +248,8 @@ export interface GraphqlConfig {
   maxAliases: number;
   maxDirectives: number;
   maxCost: number;
+  /** Most mutation fields (writes) in one operation; each is one call against the rate limit. */
+  maxMutations: number;
   introspection: boolean;
 }
 
@@ -329,6 +332,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxAliases: c.GRAPHQL_MAX_ALIASES,
       maxDirectives: c.GRAPHQL_MAX_DIRECTIVES,
       maxCost: c.GRAPHQL_MAX_COST,
+      maxMutations: c.GRAPHQL_MAX_MUTATIONS,
       introspection: c.GRAPHQL_INTROSPECTION === "true",
     },
     auth: keyed === undefined ? undefined : {

@@ -39,6 +39,13 @@ interface Admitted {
   ok: true;
   caller: Caller;
   headers: Record<string, string> | undefined;
+  /**
+   * For a request that turns out to make `calls` calls in all (GraphQL's mutation fields, each a
+   * write as a REST or gRPC call is): charges those beyond the one already charged, all or none.
+   * Undefined when the bucket held them (`headers` then say what is left), else the rate limit's
+   * refusal. Absent without a rate limit.
+   */
+  charge?: (calls: number) => AppError | undefined;
 }
 
 /** The call is refused; the error carries its headers (WWW-Authenticate, RateLimit, …). */
@@ -156,25 +163,46 @@ export function createGate(parts: {
   const rules: AccessRules = { authenticate: verifier !== undefined, booksRequired };
   const failures: FailedTokens = createTokenCache<string>();
 
+  /** The bucket of a caller: its token's `sub`, else its network address. */
+  function keyOf(limiter: RateLimiter, address: () => string, identity: Identity | undefined) {
+    return identity ? `sub:${identity.subject}` : limiter.addressKey(address());
+  }
+
+  /**
+   * Takes `calls` rate-limit tokens from the bucket of `key`, all or none; a refusal when it
+   * holds fewer. `headers`, when given, are updated in place (a decision's, already handed out).
+   */
+  function take(
+    limiter: RateLimiter,
+    key: string,
+    calls: number,
+    headers: Record<string, string> = {},
+    inAll = calls,
+  ): { headers: Record<string, string>; error?: AppError } {
+    const rate = limiter.take(key, calls);
+    headers["ratelimit-policy"] = limiter.policy;
+    headers["ratelimit"] = `"default";r=${rate.remaining};t=${rate.resetSeconds}`;
+    if (rate.allowed) return { headers };
+    const detail = inAll > limiter.limit
+      ? `This request makes ${inAll} calls; the rate limit allows ${limiter.limit} at most.`
+      : inAll > 1
+      ? `Over the rate limit (this request makes ${inAll} calls); retry in ${rate.retryAfter} s.`
+      : `Over the rate limit; retry in ${rate.retryAfter} s.`;
+    const error = new AppError("rate-limited", detail, {
+      retryAfter: rate.retryAfter,
+      headers: { ...headers },
+    });
+    return { headers, error };
+  }
+
   /** Takes a rate-limit token for the request; a refusal when the bucket is empty. */
   function charge(
     address: () => string,
     identity: Identity | undefined,
   ): { headers: Record<string, string> | undefined; refused?: Refused } {
     if (limiter === undefined) return { headers: undefined };
-    const key = identity ? `sub:${identity.subject}` : limiter.addressKey(address());
-    const rate = limiter.take(key);
-    const headers = {
-      "ratelimit-policy": limiter.policy,
-      "ratelimit": `"default";r=${rate.remaining};t=${rate.resetSeconds}`,
-    };
-    if (rate.allowed) return { headers };
-    const error = new AppError(
-      "rate-limited",
-      `Over the rate limit; retry in ${rate.retryAfter} s.`,
-      { retryAfter: rate.retryAfter, headers },
-    );
-    return { headers, refused: { ok: false, error } };
+    const { headers, error } = take(limiter, keyOf(limiter, address, identity), 1);
+    return error === undefined ? { headers } : { headers, refused: { ok: false, error } };
   }
 
   function finish(
@@ -198,7 +226,13 @@ export function createGate(parts: {
       Object.assign(refusal.headers, headers);
       return { ok: false, error: refusal };
     }
-    return { ok: true, caller, headers };
+    if (limiter === undefined || headers === undefined) return { ok: true, caller, headers };
+    // The later calls of a request go to the bucket its caller's later requests go to.
+    const more = (calls: number) =>
+      calls <= 1
+        ? undefined
+        : take(limiter, keyOf(limiter, request.address, identity), calls - 1, headers, calls).error;
+    return { ok: true, caller, headers, charge: more };
   }
 
   /** Charges the bucket of the identity (or the address), then decides. */

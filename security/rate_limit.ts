@@ -16,11 +16,17 @@ interface RateDecision {
 
 /** A token bucket per client key. */
 export interface RateLimiter {
-  take(key: string): RateDecision;
+  /**
+   * Takes `calls` (default 1) from the bucket of `key`, all or none: a request that makes several
+   * calls is admitted only if the bucket holds all of them.
+   */
+  take(key: string, calls?: number): RateDecision;
   /** The key of a client known only by its network address (see `addressKey`). */
   addressKey(address: string): string;
   /** `RateLimit-Policy` value, e.g. `"default";q=100;w=60`. */
   readonly policy: string;
+  /** Calls a full bucket holds. */
+  readonly limit: number;
   /** Clients currently tracked (for tests of the memory bound). */
   readonly size: number;
 }
@@ -48,7 +54,7 @@ export function createRateLimiter(
     return tokens <= 0 ? 0 : Math.ceil(Math.round(tokens / perMs) / 1000);
   }
 
-  function take(key: string): RateDecision {
+  function take(key: string, calls = 1): RateDecision {
     const t = now();
     let bucket = buckets.get(key);
     if (bucket === undefined) {
@@ -60,14 +66,16 @@ export function createRateLimiter(
       bucket.at = t;
     }
     buckets.set(key, bucket);
-    const allowed = bucket.tokens >= 1;
-    if (allowed) bucket.tokens -= 1;
+    const allowed = bucket.tokens >= calls;
+    if (allowed) bucket.tokens -= calls;
     const remaining = Math.floor(bucket.tokens);
+    // More calls than the bucket ever holds wait for a full bucket (and are refused again).
+    const needed = Math.min(calls, limit);
     return {
       allowed,
       remaining,
       resetSeconds: secondsFor(limit - bucket.tokens),
-      retryAfter: allowed ? 0 : Math.max(1, secondsFor(1 - bucket.tokens)),
+      retryAfter: allowed ? 0 : Math.max(1, secondsFor(needed - bucket.tokens)),
     };
   }
 
@@ -75,6 +83,7 @@ export function createRateLimiter(
     take,
     addressKey,
     policy: `"default";q=${limit};w=${windowSeconds}`,
+    limit,
     get size() {
       return buckets.size;
     },

@@ -43,7 +43,7 @@ interface AppDeps {
   storage?: StorageHealth | undefined;
   /** GraphQL limits (the `GRAPHQL_*` defaults when omitted). */
   graphql?: GraphqlConfig;
-  /** GraphQL's caches, when something in front of the app answers from them too. */
+  /** GraphQL's caches, shared with what reports their sizes (a new set when omitted). */
   graphqlCaches?: GraphqlCaches;
   /** The gate's access rules, which GraphQL applies per operation (authentication off if omitted). */
   access?: AccessRules;

@@ -6,7 +6,6 @@ import type { Handler, Inner } from "./handler.ts";
 import { httpEntry } from "./entry.ts";
 import { withVaryOrigin } from "./cors.ts";
 import { createRefusals } from "./refusals.ts";
-import { withCachedGraphql } from "../graphql/cached_front.ts";
 import { createGraphqlCaches } from "../graphql/caches.ts";
 import { accessRules, type Gate, openGate } from "../security/gate.ts";
 import type { Identity } from "../security/verifier.ts";
@@ -95,7 +94,6 @@ export async function openEdge(
   const cors = config.corsOrigins !== undefined;
   const entry = httpEntry({
     gate,
-    cors,
     router: app.router,
     logger,
     app: appFetch,
@@ -105,11 +103,6 @@ export async function openEdge(
       publicUrl: config.publicUrl,
       corsOrigins: config.corsOrigins,
     }),
-    front: (next) =>
-      withCachedGraphql(
-        { books, logger, results: graphqlCaches.results, config: config.graphql, access },
-        next,
-      ),
   });
   // Decided once: only with CORS on does every answer say that it varies by Origin.
   const handler = cors ? withVaryOrigin(entry) : entry;

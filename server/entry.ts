@@ -16,8 +16,6 @@ import { addPageHeaders } from "./secure_headers.ts";
 interface EntryDeps {
   /** Authentication and rate limits; undefined when neither is configured. */
   gate: Gate | undefined;
-  /** Whether CORS is on: a request with `Origin` then skips `front` (the app adds the headers). */
-  cors: boolean;
   /** The app's own router: the entry asks it which route will answer. */
   router: Router<unknown>;
   logger: Logger;
@@ -25,11 +23,6 @@ interface EntryDeps {
   app: Inner;
   /** Answers refused requests (server/refusals.ts): no route runs for them. */
   refusals: Inner;
-  /**
-   * Answers in front of the app for the requests it recognises, handing the rest to the `app`
-   * it is given; it writes its own access-log line. None by default.
-   */
-  front?: ((app: Inner) => Inner) | undefined;
 }
 
 /**
@@ -37,7 +30,7 @@ interface EntryDeps {
  * Its target is made canonical (else 400); the gate (when configured) decides from what the route
  * that will answer declares, found by asking the app's own router with that same canonical path
  * (server/match_once.ts keeps the match, so the app dispatches on the very same one). A refused
- * request goes to the refusals, where no route runs; an admitted one to the app (or the `front`).
+ * request goes to the refusals, where no route runs; an admitted one to the app.
  *
  * Then, once for every answer of the app and the refusals: the page headers of an HTML answer,
  * the gate's RateLimit headers, `X-Request-Id` and `nosniff`, each only when the answer does not
@@ -45,10 +38,9 @@ interface EntryDeps {
  * them), and one access-log line. The routes themselves carry no middleware for any of this.
  */
 export function httpEntry(deps: EntryDeps): Handler {
-  const { gate, cors, router, logger, refusals } = deps;
+  const { gate, router, logger, refusals } = deps;
   const app = finishing(deps.app);
   const refused = finishing(refusals);
-  const front = deps.front === undefined ? app : deps.front(app);
 
   /**
    * Does an answer's bookkeeping: headers, then the access-log line. The route template is read
@@ -93,16 +85,7 @@ export function httpEntry(deps: EntryDeps): Handler {
   }
 
   function proceed(request: Request, admission: Admission): Response | Promise<Response> {
-    const decision = admission.decision;
-    if (decision?.ok === false) return refused(request, admission);
-    if (cors && request.headers.has("origin")) return app(request, admission);
-    const headers = decision?.ok ? decision.headers : undefined;
-    const response = front(request, admission);
-    // A front's answer gets the gate's headers here (the app's has them already).
-    if (headers === undefined || front === app) return response;
-    return response instanceof Promise
-      ? response.then((r) => withHeaders(r, headers))
-      : withHeaders(response, headers);
+    return admission.decision?.ok === false ? refused(request, admission) : app(request, admission);
   }
 
   // Synchronous whenever the gate is (no token, or a token verified before), so that Deno.serve
@@ -147,10 +130,4 @@ function admissionOf(
 /** The client's address, read only if the gate needs it (reading it costs an op call). */
 function addressOf(info: Deno.ServeHandlerInfo): () => string {
   return () => (info.remoteAddr as Deno.NetAddr).hostname ?? "";
-}
-
-/** Adds the gate's headers (RateLimit) unless the answer carries them already. */
-function withHeaders(response: Response, headers: Record<string, string>): Response {
-  addMissingHeaders(response.headers, headers);
-  return response;
 }

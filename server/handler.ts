@@ -6,5 +6,5 @@ export type Handler = (
   info: Deno.ServeHandlerInfo,
 ) => Response | Promise<Response>;
 
-/** A handler behind the entry: the app, the refusals (or a front of the app). */
+/** A handler behind the entry: the app or the refusals. */
 export type Inner = (request: Request, admission: Admission) => Response | Promise<Response>;

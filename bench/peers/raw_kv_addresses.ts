@@ -3,17 +3,17 @@
 // one `kv.list` or `kv.get` and one `JSON.stringify`; no validation, middleware or log.
 //
 // - `GET /addresses?limit=N`: one range read of N entries of the owner's index and
-//   `{"addresses":[…],"nextCursor":…}`; a full page gets a cursor in this server's format (so the
-//   bytes are the same as ours), any other page null.
-// - `GET /addresses/{id}`: one read of the address's record, its address as JSON and an ETag from
-//   the versionstamp; an address of another owner, or none, is 404.
+//   `{"addresses":[…],"nextCursor":…}`; a full page gets a page token sealed as this server seals
+//   one, with the key the KV holds (address_book_text.ts: so the bytes are the same as ours), any
+//   other page null.
+// - `GET /addresses/{id}`: one read of the address's record, its address as JSON and the ETag
+//   stored with it; an address of another owner, or none, is 404.
 //
-// The two key prefixes are the layout of store/addresses/keys.ts (`ownerPrefix`, `addressKey`),
-// written out here rather than imported: the peer shares the data, not the code. Since layout 4
-// an index entry is `{etag, address}` and a record carries its version's `etag` (the ETag, no
-// longer the versionstamp): the reads below still take layout 3's shapes until they follow.
-// The owner is "" (auth off). KV_PATH names the file. Prints one JSON `listening` line, like the
-// server.
+// The keys and values are layout 4 of store/addresses/keys.ts (`ownerPrefix` → `{etag, address}`,
+// `addressKey` → `{v, owner, address, etag}`), written out here rather than imported: the peer
+// shares the data, not the code. The owner is "" (auth off). KV_PATH names the file. Prints one
+// JSON `listening` line, like the server.
+import { openCursors } from "./address_book_text.ts";
 
 const OWNER = "";
 const OWNER_INDEX = ["owner_addresses", OWNER];
@@ -28,28 +28,24 @@ interface Address {
 }
 
 const kv = await Deno.openKv(Deno.env.get("KV_PATH")!);
+const cursors = await openCursors(kv, OWNER);
 const json = { "content-type": "application/json" };
 const notFound = () => new Response('{"error":"not found"}', { status: 404, headers: json });
 
-/** The cursor this project's server issues after a page ending at `id`. */
-function cursorAfter(id: number): string {
-  return btoa(`a1:${id}`).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
 async function page(limit: number): Promise<Response> {
   const addresses: Address[] = [];
-  for await (const e of kv.list<Address>({ prefix: OWNER_INDEX }, { limit })) {
-    addresses.push(e.value);
+  for await (const e of kv.list<{ address: Address }>({ prefix: OWNER_INDEX }, { limit })) {
+    addresses.push(e.value.address);
   }
-  const nextCursor = addresses.length === limit ? cursorAfter(addresses[limit - 1]!.id) : null;
+  const nextCursor = addresses.length === limit ? cursors.after(addresses[limit - 1]!.id) : null;
   return new Response(JSON.stringify({ addresses, nextCursor }), { headers: json });
 }
 
 async function one(id: number): Promise<Response> {
-  const entry = await kv.get<{ owner: string; address: Address }>([RECORDS, id]);
+  const entry = await kv.get<{ owner: string; address: Address; etag: string }>([RECORDS, id]);
   if (entry.value === null || entry.value.owner !== OWNER) return notFound();
   return new Response(JSON.stringify(entry.value.address), {
-    headers: { ...json, etag: `"${entry.versionstamp}"` },
+    headers: { ...json, etag: entry.value.etag },
   });
 }
 

@@ -46,7 +46,7 @@ export type CreateAddressMutationVariables = Exact<{
 }>;
 
 
-export type CreateAddressMutation = { createAddress: { id: string, name: string, city: string, postalCode: string, etag: string } };
+export type CreateAddressMutation = { createAddress: { id: string, name: string, city: string, postalCode: string, etag: string } | null };
 
 export type ReplaceAddressMutationVariables = Exact<{
   id: string | number;
@@ -55,7 +55,7 @@ export type ReplaceAddressMutationVariables = Exact<{
 }>;
 
 
-export type ReplaceAddressMutation = { replaceAddress: { id: string, name: string, city: string, postalCode: string, etag: string } };
+export type ReplaceAddressMutation = { replaceAddress: { id: string, name: string, city: string, postalCode: string, etag: string } | null };
 
 export type UpdateAddressMutationVariables = Exact<{
   id: string | number;
@@ -64,7 +64,7 @@ export type UpdateAddressMutationVariables = Exact<{
 }>;
 
 
-export type UpdateAddressMutation = { updateAddress: { id: string, name: string, city: string, postalCode: string, etag: string } };
+export type UpdateAddressMutation = { updateAddress: { id: string, name: string, city: string, postalCode: string, etag: string } | null };
 
 export type DeleteAddressMutationVariables = Exact<{
   id: string | number;
@@ -72,7 +72,7 @@ export type DeleteAddressMutationVariables = Exact<{
 }>;
 
 
-export type DeleteAddressMutation = { deleteAddress: boolean };
+export type DeleteAddressMutation = { deleteAddress: boolean | null };
 
 export type AddressFieldsFragment = { id: string, name: string, city: string, postalCode: string, etag: string };
 

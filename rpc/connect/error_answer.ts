@@ -9,6 +9,7 @@ import {
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { AppError } from "../../lib/errors.ts";
 import { isGrpcMediaType, mediaTypeOf } from "../../lib/http/media_type.ts";
+import { withErrorInfo } from "./errors.ts";
 
 const CONNECT_UNARY_TYPES = new Set(["application/proto", "application/json"]);
 const CONNECT_STREAM_TYPES = new Set(["application/connect+proto", "application/connect+json"]);
@@ -33,14 +34,17 @@ export interface ErrorAnswer {
  * - Connect streaming (`application/connect+…`): HTTP 200 with one end-of-stream message;
  * - Connect unary (`application/proto`, `application/json`, or a GET): Connect's JSON error with
  *   the code's HTTP status (404 for UNIMPLEMENTED, as for a path no router knows).
- * The error's metadata (WWW-Authenticate, RateLimit, `error-code`, …) goes with it. Undefined for
- * a request in no RPC protocol: its listener answers it as plain HTTP.
+ * The error's metadata (WWW-Authenticate, RateLimit, `error-code`, …) goes with it, and its
+ * catalogue code in an ErrorInfo (its own, or `withErrorInfo`'s: UNIMPLEMENTED for a method no
+ * service has is `route-not-found`). Undefined for a request in no RPC protocol: its listener
+ * answers it as plain HTTP.
  */
 export function rpcErrorAnswer(
   method: string,
   contentType: string,
-  error: ConnectError,
+  raised: ConnectError,
 ): ErrorAnswer | undefined {
+  const error = withErrorInfo(raised);
   const type = mediaTypeOf(contentType);
   if (isGrpcMediaType(type)) {
     // Connect's own status fields (with `grpc-status-details-bin` for the error's details), then
@@ -58,7 +62,8 @@ export function rpcErrorAnswer(
     };
   }
   if (type !== undefined && CONNECT_STREAM_TYPES.has(type)) {
-    const message = endStream.serialize({ metadata: error.metadata, error });
+    // The end message's metadata is the error's, which the serializer adds itself.
+    const message = endStream.serialize({ metadata: new Headers(), error });
     return {
       status: 200,
       headers: { "content-type": type },

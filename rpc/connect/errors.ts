@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { AppError, type ErrorCode } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import { BadRequestSchema, ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.ts";
+import { isUnreadableInput, raisedErrorCode } from "./raised_error_codes.ts";
 
 /**
  * The gRPC status of every application error code. A Record so that a new code cannot be added
@@ -39,7 +40,7 @@ export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
 };
 
 /** Trailer carrying the application error code (the REST body's `error` member). */
-const ERROR_CODE_TRAILER = "error-code";
+export const ERROR_CODE_TRAILER = "error-code";
 
 /**
  * The metadata an application error travels with in every RPC protocol: its own headers
@@ -103,12 +104,13 @@ interface ErrorContext {
 
 /**
  * Renders anything a handler threw as a gRPC status. Application errors keep their code (as the
- * `error-code` trailer and `ErrorInfo.reason`) and developer detail; errors Connect raised itself (deadline, limits,
- * bad input) pass through; anything else is logged with its stack and reaches the client only as
- * INTERNAL with the request id, so no internals leak.
+ * `error-code` trailer and `ErrorInfo.reason`) and developer detail; errors Connect raised itself
+ * (deadline, limits, bad input) keep their status and gain their catalogue code (`withErrorInfo`);
+ * anything else is logged with its stack and reaches the client only as INTERNAL with the request
+ * id, so no internals leak.
  */
 export function toConnectError(error: unknown, context: ErrorContext): ConnectError {
-  if (error instanceof ConnectError) return error;
+  if (error instanceof ConnectError) return withErrorInfo(error);
   if (error instanceof AppError) return appConnectError(error);
   context.logger.error("unhandled error", {
     requestId: context.requestId,
@@ -122,4 +124,29 @@ export function toConnectError(error: unknown, context: ErrorContext): ConnectEr
     new Headers({ [ERROR_CODE_TRAILER]: "internal" }),
     [{ desc: ErrorInfoSchema, value: { reason: "internal", domain: ERROR_DOMAIN } }],
   );
+}
+
+/**
+ * `error` as it is when it carries an ErrorInfo; else, with its message kept, an ErrorInfo and
+ * `error-code` metadata with the catalogue code of what Connect (or a library) refused
+ * (./raised_error_codes.ts), so that every error a client sees names its catalogue code. Its
+ * status is kept too, but for input Connect could not read, which is INVALID_ARGUMENT, not
+ * INTERNAL. An error read from the wire stays one: whoever renders it again adds `error-code`.
+ */
+export function withErrorInfo(error: ConnectError): ConnectError {
+  const unreadable = isUnreadableInput(error);
+  const known = error.findDetails(ErrorInfoSchema)[0]?.reason;
+  if (!unreadable && known !== undefined) return error;
+  const status = unreadable ? Code.InvalidArgument : error.code;
+  const raised = raisedErrorCode(status, error.rawMessage);
+  const metadata = new Headers(error.metadata);
+  metadata.set(ERROR_CODE_TRAILER, known ?? raised.code);
+  const mapped = new ConnectError(error.rawMessage, status, metadata, undefined, error.cause);
+  // Details read from the wire stay as they came (Connect's constructor takes only its own kind).
+  mapped.details = known !== undefined ? error.details : [
+    ...error.details,
+    ...errorDetails(new AppError(raised.code, error.rawMessage, { field: raised.field })),
+  ];
+  mapped.isWireError = error.isWireError;
+  return mapped;
 }

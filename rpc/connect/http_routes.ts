@@ -12,7 +12,7 @@ import { rpcErrorAnswer } from "./error_answer.ts";
 import { appRoutes, type AppStores, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
 import { requires } from "../../security/access.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
-import { withUndecodableAsInvalidArgument } from "./undecodable.ts";
+import { withRaisedErrorsMapped } from "./raised_errors.ts";
 import { recordUnaryMethods } from "../unary/unary_methods.ts";
 import { fetchUnary } from "../unary/fetch_unary.ts";
 
@@ -36,7 +36,7 @@ export function rpcRoutes(
   // Unary calls take the lean path (rpc/unary/fetch_unary.ts) with the services this router
   // registers; everything else is Connect's.
   const unary = recordUnaryMethods(
-    withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded(appRoutes(deps))),
+    withRaisedErrorsMapped(withLongTimeoutsUnbounded(appRoutes(deps))),
     options,
   );
   unary.routes(router);

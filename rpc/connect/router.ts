@@ -18,7 +18,7 @@ import { serverInterceptor } from "./interceptor.ts";
 import { reflectionServices } from "./reflection_service.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
 import { refusingExpired } from "./deadline.ts";
-import { refuseUndecodableQuery, withUndecodableAsInvalidArgument } from "./undecodable.ts";
+import { refuseUndecodableQuery, withRaisedErrorsMapped } from "./raised_errors.ts";
 
 /** Largest message accepted or sent, as gRPC's usual default: 4 MiB. */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -105,7 +105,7 @@ export function grpcListenerRoutes(
     [...APP_SERVICES, ...STANDARD_SERVICES],
     [file_google_rpc_error_details],
   );
-  return withUndecodableAsInvalidArgument(withLongTimeoutsUnbounded((router) => {
+  return withRaisedErrorsMapped(withLongTimeoutsUnbounded((router) => {
     appRoutes(deps)(router);
     router.service(Health, healthService(deps.health));
     router.service(reflectionV1.ServerReflection, reflection.v1);

@@ -15,6 +15,7 @@ import {
   trailerMux,
 } from "@connectrpc/connect/protocol-connect";
 import type { UnaryMethod, UnaryOptions } from "./unary_methods.ts";
+import { withErrorInfo } from "../connect/errors.ts";
 // Longer deadlines are left to Connect, which rpc/connect/long_timeouts.ts makes unbounded.
 import { grpcTimeoutMs, MAX_TIMER_MS } from "../connect/long_timeouts.ts";
 
@@ -219,9 +220,11 @@ async function errorAnswer(
   options: UnaryOptions,
   head: UnaryHead,
   context: HandlerContext,
-  error: ConnectError,
+  raised: ConnectError,
 ): Promise<UnaryAnswer> {
   const { responseHeader, responseTrailer } = context;
+  // Every error names its catalogue code, Connect's own too (the deadline's, as Connect raises it).
+  const error = withErrorInfo(raised);
   if (head.framing === "grpc") {
     setTrailerStatus(responseTrailer, error);
     return { status: 200, header: responseHeader, body: undefined, trailer: responseTrailer };

@@ -14,8 +14,9 @@ import { type Address, isStoredAddress } from "../../lib/address.ts";
  *   operation as the record (`setAddress`), so the two never disagree.
  * - `["owner_counts", owner]` → `KvU64`: what counts toward the owner's quota: their addresses
  *   plus their orphaned Idempotency-Key records (below). Changed only in the atomic operations
- *   that create or delete those: checked and set while a quota applies, added to with `sum`
- *   (unchecked, exact all the same) while none does; absent means 0.
+ *   that create or delete those: by a creation checked and set while a quota applies, added to
+ *   with `sum` (unchecked, exact all the same) while none does; by a deletion added to with `sum`
+ *   either way (checked and deleted when it reaches 0); absent means 0.
  * - `["counters", "addresses"]` → `KvU64`: the highest id ever allocated. Every id at or below it
  *   was reserved by a process for POST (id_blocks.ts) or taken by a v2 PUT; no address has an id
  *   above it, so an id above it has never been used.

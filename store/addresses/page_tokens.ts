@@ -36,6 +36,11 @@ const TOKEN = /^[A-Za-z0-9_-]{22}$/;
 export interface PageTokens {
   /** The token that resumes `owner`'s listing after address `id`. */
   after(owner: string, id: number): Promise<string>;
+  /**
+   * The tokens that resume `owner`'s listing after each of `ids` (a GraphQL page's edges), the
+   * blocks enciphered in one pass.
+   */
+  afterEach(owner: string, ids: readonly number[]): Promise<string[]>;
   /** The id a token of `owner`'s listing resumes after; else 400 `invalid-parameter`. */
   position(owner: string, token: string): Promise<number>;
   /** Reads (or makes, once per KV) the key; a failure is retried on the next use. */
@@ -123,19 +128,34 @@ export function pageTokens(kv: Deno.Kv, kind: TokenKind = PAGES): PageTokens {
     return digest;
   }
 
-  return {
-    async after(owner, id) {
-      const { seal } = await ciphers();
-      const block = new Uint8Array(BLOCK);
+  /**
+   * Each id's token. ECB enciphers each 16-byte block on its own, so the blocks of several tokens
+   * go through the cipher in one call (one call per token cost about 1 µs each, most of a GraphQL
+   * page's 51 cursors).
+   */
+  async function sealed(owner: string, ids: readonly number[]): Promise<string[]> {
+    const { seal } = await ciphers();
+    const blocks = new Uint8Array(BLOCK * ids.length);
+    const digest = digestOf(owner);
+    for (let n = 0; n < ids.length; n++) {
+      const at = n * BLOCK;
       // 7 bytes, big-endian: ids are below 2^53.
-      let rest = id;
+      let rest = ids[n]!;
       for (let i = ID_BYTES - 1; i >= 0; i--) {
-        block[i] = rest % 256;
+        blocks[at + i] = rest % 256;
         rest = Math.floor(rest / 256);
       }
-      block.set(digestOf(owner), ID_BYTES);
-      return seal(block).toString("base64url");
+      blocks.set(digest, at + ID_BYTES);
+    }
+    const out = seal(blocks);
+    return ids.map((_, n) => out.toString("base64url", n * BLOCK, (n + 1) * BLOCK));
+  }
+
+  return {
+    async after(owner, id) {
+      return (await sealed(owner, [id]))[0]!;
     },
+    afterEach: sealed,
     async position(owner, token) {
       if (!TOKEN.test(token)) throw kind.invalid();
       const bytes = Buffer.from(token, "base64url");

@@ -10,11 +10,13 @@ import { getAll } from "../kv/read.ts";
  * operation of every creation and deletion, and the sweeper of expired Idempotency-Keys that
  * gives back the units their orphaned records hold.
  *
- * While a quota applies, an operation reads the count, checks it and sets it (exact, and never
- * past the quota, across processes). While none does (`Infinity`), it adds to the count with
- * KV's `sum` and no check: the count stays exact (sums commute), and processes creating for one
- * owner (the anonymous owner of a server without authentication) do not make each other's
- * operations fail on that key. A quota set later finds the count right.
+ * While a quota applies, a creation reads the count, checks it and sets it (exact, and never past
+ * the quota, across processes). While none does (`Infinity`), it adds to the count with KV's `sum`
+ * and no check: the count stays exact (sums commute), and processes creating for one owner (the
+ * anonymous owner of a server without authentication) do not make each other's operations fail on
+ * that key. A quota set later finds the count right. A deletion adds to it with `sum` in both
+ * cases (it cannot pass a quota, and a creation's check sees it), so deletions of one owner do not
+ * conflict with each other; one that takes it to 0 checks it and deletes the key.
  */
 
 /** True when `maxPerOwner` limits anything (`Infinity`: no quota). */

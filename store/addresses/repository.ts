@@ -129,8 +129,8 @@ export interface AddressStore {
     options: { limit: number; cursor?: string | undefined },
     take: (addresses: Address[]) => void,
   ): Promise<string | null>;
-  /** The page token that resumes the owner's listing after address `id` (GraphQL's edges). */
-  cursorAfter(owner: string, id: number): Promise<string>;
+  /** The page tokens that resume the owner's listing after each of `ids` (GraphQL's edges). */
+  cursorsAfter(owner: string, ids: readonly number[]): Promise<string[]>;
   /** Every address of the owner by ascending id, read a page at a time as it is consumed. */
   exportAll(owner: string): AsyncGenerator<Address, void, undefined>;
   /**
@@ -337,9 +337,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       guard.check(op).check(entry).delete(addressKey(id)).delete(ownerKey(owner, id));
       const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
       const left = countOf(count) - (keyHolds ? 0 : 1);
-      // Without a quota the count is summed, unchecked, unless this deletion takes it to 0: then
-      // the key goes (checked), so an owner with nothing stored leaves no key behind.
-      if (!limited && left > 0) addToCount(op, owner, left - countOf(count));
+      // The count is summed, unchecked, with a quota or without: a deletion only lowers it, so it
+      // cannot pass the quota, and a creation that checks the count sees the sum. Checked, every
+      // deletion of the owner in flight would conflict with the others on it and be retried, each
+      // paying for about as many commits as deletions in flight. Only a deletion that takes it to
+      // 0 checks it, and deletes the key, so an owner with nothing stored leaves no key behind.
+      if (left > 0) addToCount(op, owner, left - countOf(count));
       else setCount(op.check(count), owner, left);
       options.wanted?.();
       const result = await log.commit(op.prepare([{ owner, change: { type: "deleted", id } }]));
@@ -395,7 +398,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     delete: owned(remove),
     list: owned(list),
     listBatches: owned(listBatches),
-    cursorAfter: owned((owner, id: number) => tokens.after(owner, id)),
+    cursorsAfter: owned((owner, ids: readonly number[]) => tokens.afterEach(owner, ids)),
     exportAll: async function* (owner) {
       const refused = ownerRefused(owner);
       if (refused) throw refused;

@@ -2,16 +2,20 @@
  * Property-based fuzzing of the RPC protocols over real sockets (docs/fuzzing.md): Connect and
  * gRPC-Web on both ports, native gRPC on the gRPC listener. Every answer: no 5xx (but a
  * deadline the client asked for), no INTERNAL or UNKNOWN status, no internals in a message,
- * the error shape of its protocol; the server keeps serving and the catalogue is unchanged.
+ * the error shape of its protocol, and every RPC error (Connect's own refusals too) names its
+ * catalogue code in a google.rpc.ErrorInfo and the `error-code` metadata; the server keeps
+ * serving and the catalogue is unchanged.
  * With authentication on, a call the gate refuses gets exactly that refusal whatever its body
  * (undecodable, compressed, truncated), content type, deadline or port: nothing is decoded first.
  */
 import assert from "node:assert/strict";
 import type http2 from "node:http2";
 import fc from "fast-check";
-import { createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { BooksService } from "../../rpc/gen/books/v1/books_pb.ts";
+import { ErrorInfoSchema } from "../../rpc/gen/google/rpc/error_details_pb.ts";
+import { ERROR_DEFINITIONS } from "../../lib/errors.ts";
 import {
   assertDetailedErrorBody,
   assertNoInternals,
@@ -21,7 +25,7 @@ import {
 } from "../support/fuzz.ts";
 import { type RpcCase, rpcCase, type RpcProtocol } from "../support/fuzz_rpc.ts";
 import { h2Request } from "../support/raw_http.ts";
-import { grpcWebTrailer, rawSession } from "../support/rpc_clients.ts";
+import { grpcWebTrailer, rawSession, rpcErrorOf } from "../support/rpc_clients.ts";
 import { startTestServer } from "../support/server.ts";
 import { BOOKS_PATH } from "../support/requests.ts";
 import { hsToken, SECRET } from "../support/tokens.ts";
@@ -84,11 +88,30 @@ function decodeMessage(value: string | null): string {
   }
 }
 
+/**
+ * Every RPC error names its catalogue code (docs/errors.md): a google.rpc.ErrorInfo of the
+ * server's domain whose reason is a catalogue code, the same as its `error-code` metadata.
+ */
+function assertErrorInfo(a: Answer, where: string, seen?: Map<string, number>): void {
+  const found = rpcErrorOf(a);
+  if (found === undefined) return;
+  const infos = found.error.findDetails(ErrorInfoSchema);
+  const said = `${where}: ${found.error.code} "${found.error.rawMessage}"`;
+  assert.equal(infos.length, 1, `${said} has ${infos.length} ErrorInfo`);
+  const info = infos[0]!;
+  assert.equal(info.domain, "books-and-addresses", said);
+  assert.ok(Object.hasOwn(ERROR_DEFINITIONS, info.reason), `${said}: reason ${info.reason}`);
+  assert.equal(found.errorCode, info.reason, `${said}: error-code metadata`);
+  const kind = `${Code[found.error.code]} ${info.reason}`;
+  seen?.set(kind, (seen.get(kind) ?? 0) + 1);
+}
+
 /** Checks one answer against the invariants. */
-function checkRpc(c: RpcCase, port: string, a: Answer): void {
+function checkRpc(c: RpcCase, port: string, a: Answer, seen: Map<string, number>): void {
   const where = `${port} ${c.protocol} ${c.method} ${c.path} ${
     c.headers["content-type"] ?? ""
   } -> ${a.status}`;
+  assertErrorInfo(a, where, seen);
   const type = (a.headers.get("content-type") ?? "").toLowerCase();
   const text = new TextDecoder().decode(a.body);
   const grpcStatus = a.headers.get("grpc-status") ?? a.trailers.get("grpc-status") ??
@@ -142,12 +165,14 @@ Deno.test("RPC fuzz: Connect, gRPC-Web and gRPC on both ports never answer INTER
     const transport = createConnectTransport({ baseUrl: server.httpUrl });
     const books = createClient(BooksService, transport);
     const before = await books.books({});
+    // The errors seen, by status and ErrorInfo reason: the classes the run reached.
+    const seen = new Map<string, number>();
     const protocols: RpcProtocol[] = ["connect", "grpc-web"];
     for (const protocol of protocols) {
       await t.step(`HTTP port, ${protocol}`, async () => {
         await fuzz(`RPC HTTP port ${protocol}`, 200, rpcCase(protocol), async (c) => {
           const answer = await viaFetch(server.httpUrl, c);
-          if (answer) checkRpc(c, "http", answer);
+          if (answer) checkRpc(c, "http", answer, seen);
         });
       });
     }
@@ -155,10 +180,11 @@ Deno.test("RPC fuzz: Connect, gRPC-Web and gRPC on both ports never answer INTER
       await t.step(`gRPC port, ${protocol}`, async () => {
         await fuzz(`RPC gRPC port ${protocol}`, 200, rpcCase(protocol), async (c) => {
           const answer = await viaHttp2(session, c);
-          if (answer) checkRpc(c, "grpc", answer);
+          if (answer) checkRpc(c, "grpc", answer, seen);
         });
       });
     }
+    console.log(`RPC errors by status and reason: ${JSON.stringify(Object.fromEntries(seen))}`);
     // Still serving, the same catalogue, on both ports.
     const after = await books.books({});
     assert.deepEqual(after, before);
@@ -255,6 +281,7 @@ Deno.test("RPC fuzz: a refused call gets its refusal whatever its body, framing 
       c.headers["content-type"] ?? ""
     } (${caller})`;
     assert.equal(got, expected, `${where}: ${new TextDecoder().decode(answer.body).slice(0, 200)}`);
+    assertErrorInfo(answer, where);
     seen[`${port} ${c.protocol}`] = (seen[`${port} ${c.protocol}`] ?? 0) + 1;
   };
   try {

@@ -131,7 +131,7 @@ Deno.test("GraphQL with authentication: each root field needs its scope", async 
         input,
         idempotencyKey: "shared-key",
       });
-      const { id } = created.data!.createAddress;
+      const { id } = created.data!.createAddress!;
       const restBob = addressBook(base, bearer(bob));
       const viaRest = await restBob.get(id);
       assert.equal(viaRest.status, 404);
@@ -150,7 +150,7 @@ Deno.test("GraphQL with authentication: each root field needs its scope", async 
       // Alice still has hers, unchanged, over REST too.
       const own = await answerOf(await addressBook(base, bearer(alice)).get(id));
       assert.deepEqual(own.body, { id: Number(id), ...input });
-      assert.equal(own.headers.get("etag"), created.data!.createAddress.etag);
+      assert.equal(own.headers.get("etag"), created.data!.createAddress!.etag);
     });
 
     await t.step("a writer's mutation runs; the schema stays public", async () => {

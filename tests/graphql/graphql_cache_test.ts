@@ -74,6 +74,7 @@ Deno.test("GRAPHQL_* configuration: defaults and one-line errors naming the vari
     maxAliases: 30,
     maxDirectives: 50,
     maxCost: 1000,
+    maxMutations: 10,
     introspection: true,
   });
   const set = loadConfig({ GRAPHQL_MAX_COST: "250", GRAPHQL_INTROSPECTION: "false" }).graphql;
@@ -85,6 +86,7 @@ Deno.test("GRAPHQL_* configuration: defaults and one-line errors naming the vari
       ["GRAPHQL_MAX_ALIASES", "many"],
       ["GRAPHQL_MAX_DOCUMENT_BYTES", "-1"],
       ["GRAPHQL_INTROSPECTION", "yes"],
+      ["GRAPHQL_MAX_MUTATIONS", "0"],
     ]
   ) {
     assert.throws(

@@ -251,10 +251,15 @@ Deno.test("the gRPC listener survives bad input and enforces its limits", async 
         "application/json",
       );
       assert.equal(connect.status, 404);
-      assert.deepEqual(JSON.parse(connect.body.toString()), {
+      // The catalogue code too, as every error carries it (docs/grpc.md).
+      const { details, ...error } = JSON.parse(connect.body.toString());
+      assert.deepEqual(error, {
         code: "unimplemented",
         message: "Method not found: /no.such.Service/x",
       });
+      assert.deepEqual(details.map((d: { type: string; debug: unknown }) => [d.type, d.debug]), [
+        ["google.rpc.ErrorInfo", { reason: "route-not-found", domain: "books-and-addresses" }],
+      ]);
     });
 
     await t.step("an unsupported content type on a known method: HTTP 415", async () => {

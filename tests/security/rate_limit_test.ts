@@ -38,6 +38,26 @@ Deno.test("token bucket: burst, refill, headers' numbers, bounded memory", () =>
   assert.equal(limiter.size, 100);
 });
 
+Deno.test("token bucket: several calls at once are taken all or none", () => {
+  let now = 0;
+  const limiter = createRateLimiter({ limit: 4, windowSeconds: 60 }, { now: () => now });
+  assert.deepEqual(limiter.take("a", 3), {
+    allowed: true,
+    remaining: 1,
+    resetSeconds: 45,
+    retryAfter: 0,
+  });
+  const refused = limiter.take("a", 2);
+  assert.equal(refused.allowed, false);
+  assert.equal(refused.remaining, 1, "nothing taken");
+  assert.equal(refused.retryAfter, 15); // one more call's worth
+  // More than a full bucket waits for a full one, and is refused again then.
+  assert.equal(limiter.take("a", 5).retryAfter, 45);
+  now += 60_000;
+  assert.equal(limiter.take("a", 5).allowed, false);
+  assert.equal(limiter.take("a", 4).allowed, true);
+});
+
 function sleep(seconds: number) {
   return new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 }

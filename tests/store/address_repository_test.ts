@@ -286,6 +286,20 @@ Deno.test("page tokens: round-trip, bound to the owner and the KV, any edit refu
   assert.equal((await kv.get(PAGE_TOKEN_KEY)).versionstamp, key);
 });
 
+Deno.test("page tokens made together are the tokens made one by one", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const tokens = pageTokens(kv);
+  const ids = [1, 2, 255, 256, 65_537, 2 ** 40 + 3, Number.MAX_SAFE_INTEGER];
+  const together = await tokens.afterEach("alice", ids);
+  assert.deepEqual(together, await Promise.all(ids.map((id) => tokens.after("alice", id))));
+  assert.equal(new Set(together).size, ids.length);
+  for (const [n, token] of together.entries()) {
+    assert.equal(await tokens.position("alice", token), ids[n]);
+    await assert.rejects(tokens.position("bob", token), AppError);
+  }
+  assert.deepEqual(await tokens.afterEach("alice", []), []);
+});
+
 Deno.test("page tokens: processes opening one KV together agree on one key", async () => {
   using kv = await Deno.openKv(":memory:");
   const all = Array.from({ length: 5 }, () => pageTokens(kv));

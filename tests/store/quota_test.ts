@@ -244,9 +244,13 @@ Deno.test("property: the count is always the addresses plus orphaned keys, and n
   );
 });
 
-/** The KV handle, recording the keys every atomic operation made through it checks. */
-function recordingChecks(kv: Deno.Kv): { kv: Deno.Kv; checked: string[] } {
+/**
+ * The KV handle, recording the keys every atomic operation made through it checks, and how many
+ * of its commits failed a check.
+ */
+function recordingChecks(kv: Deno.Kv): { kv: Deno.Kv; checked: string[]; failed: number[] } {
   const checked: string[] = [];
+  const failed = [0];
   const recorded = new Proxy(kv, {
     get(target, name) {
       const value = Reflect.get(target, name, target);
@@ -258,11 +262,17 @@ function recordingChecks(kv: Deno.Kv): { kv: Deno.Kv; checked: string[] } {
           for (const c of checks) checked.push(JSON.stringify(c.key));
           return check(...checks);
         };
+        const commit = op.commit.bind(op);
+        op.commit = async () => {
+          const result = await commit();
+          if (!result.ok) failed[0]!++;
+          return result;
+        };
         return op;
       };
     },
   });
-  return { kv: recorded, checked };
+  return { kv: recorded, checked, failed };
 }
 
 Deno.test("without a quota the count is summed, never checked: exact across two processes, and right for a quota set later", async () => {
@@ -293,6 +303,37 @@ Deno.test("without a quota the count is summed, never checked: exact across two 
   // Deleting everything leaves no count key, orphaned keys aside (swept once expired).
   await stores[1]!.erase("");
   assert.equal((await kv.get(["owner_counts", ""])).versionstamp, null);
+});
+
+Deno.test("with a quota a deletion sums the count: one owner's deletions in flight do not conflict, the count stays exact and the quota holds", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const recording = recordingChecks(kv);
+  const stores = [0, 1].map(() => openAddressStore(recording.kv, { maxPerOwner: 200 }));
+  const created = await Promise.all(
+    Array.from(
+      { length: 200 },
+      (_, i) => stores[i % 2]!.create("alice", input, i % 10 ? undefined : `k${i}`),
+    ),
+  );
+  recording.checked.length = 0;
+  recording.failed[0] = 0;
+  await Promise.all(
+    created.slice(0, 60).map((c, i) => stores[i % 2]!.delete("alice", c.address.id)),
+  );
+  assert.equal(recording.failed[0], 0, "no deletion conflicted with another");
+  assert.ok(
+    !recording.checked.includes(JSON.stringify(["owner_counts", "alice"])),
+    "no deletion checked the count",
+  );
+  const count = await storedCount(kv, "alice");
+  assert.equal(count, await recount(kv, "alice"));
+  assert.equal(count, 140 + 6, "140 left and the 6 orphaned keys of deleted addresses");
+  // The units the deletions gave back, and no more, are there to create with.
+  const results = await Promise.allSettled(
+    Array.from({ length: 80 }, (_, i) => stores[i % 2]!.create("alice", input)),
+  );
+  assert.deepEqual(outcomes(results), { ok: 200 - count, quota: 80 - (200 - count) });
+  assert.equal(await storedCount(kv, "alice"), 200);
 });
 
 Deno.test("MAX_ADDRESSES_PER_OWNER over a socket: POST, v1 PUT and v2 PUT past it are 409 quota-exceeded", async () => {

@@ -131,7 +131,7 @@ Deno.test("disk full under the store: 503 storage-unavailable with Retry-After, 
       }),
     );
     assert.equal(mutation.status, 200);
-    assert.equal(mutation.body.data, null);
+    assert.deepEqual(mutation.body.data, { createAddress: null });
     assert.deepEqual(mutation.body.errors[0].extensions, {
       code: "storage-unavailable",
       retryAfter: 5,

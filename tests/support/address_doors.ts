@@ -205,7 +205,7 @@ export function graphqlDoor(base: string, token?: string): AddressDoor {
     async create(input, key) {
       const variables = key === undefined ? { input } : { input, idempotencyKey: key };
       const answer = await api.request(CreateAddressDocument, variables);
-      return graphqlOutcome(answer, (data) => fromNode(data.createAddress));
+      return graphqlOutcome(answer, (data) => fromNode(data.createAddress!));
     },
     async get(id) {
       const answer = await api.request(AddressDocument, { id: String(id) });
@@ -238,7 +238,7 @@ export function graphqlDoor(base: string, token?: string): AddressDoor {
         input,
         ...ifMatchOf(ifMatch),
       });
-      return graphqlOutcome(answer, (data) => fromNode(data.replaceAddress));
+      return graphqlOutcome(answer, (data) => fromNode(data.replaceAddress!));
     },
     async update(id, patch, ifMatch, ifNoneMatch) {
       noIfNoneMatch("GraphQL", ifNoneMatch);
@@ -247,7 +247,7 @@ export function graphqlDoor(base: string, token?: string): AddressDoor {
         patch,
         ...ifMatchOf(ifMatch),
       });
-      return graphqlOutcome(answer, (data) => fromNode(data.updateAddress));
+      return graphqlOutcome(answer, (data) => fromNode(data.updateAddress!));
     },
     async remove(id, ifMatch, ifNoneMatch) {
       noIfNoneMatch("GraphQL", ifNoneMatch);

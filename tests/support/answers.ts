@@ -36,13 +36,12 @@ export async function see(url: string, init: RequestInit): Promise<Seen> {
 }
 
 /**
- * The HTTP entry as production composes it (server/entry.ts, without a gate), over `app` and,
- * when given, answers placed in front of it (`front` receives the app as it is called). The
- * access log goes to `logger` (none by default).
+ * The HTTP entry as production composes it (server/entry.ts, without a gate), over `app`
+ * (`onApp` is told of each request that reaches it). The access log goes to `logger` (none by
+ * default).
  */
 export function entryOf(
   app: OpenAPIHono<AppEnv>,
-  front?: (inner: Inner) => Inner,
   onApp?: () => void,
   logger: Logger = createLogger({ level: "silent" }),
 ): Handler {
@@ -52,11 +51,9 @@ export function entryOf(
   };
   return httpEntry({
     gate: undefined,
-    cors: false,
     router: app.router,
     logger,
     app: inner,
     refusals: createRefusals({ router: app.router, logger }),
-    front,
   });
 }

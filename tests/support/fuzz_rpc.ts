@@ -73,6 +73,36 @@ const protobufBytes: fc.Arbitrary<number[]> = fc.oneof(
   },
 );
 
+/**
+ * JSON that proto3 JSON refuses in its own ways: syntax, a value of the wrong type, a field mask
+ * path that is not lowerCamelCase or does not convert back, an unknown key, a duplicate key.
+ */
+const protoJsonText: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom("{}", "", "null", "[]", '{"service":1}', '{"unknown":true}', "{", '"x"'),
+  fc.constantFrom(
+    "postal_code",
+    "postalCode",
+    "Name",
+    "a..b",
+    "name,city",
+    "name,,city",
+    "*",
+    "address.name",
+    "_x",
+  ).map((mask) => JSON.stringify({ address: { id: "1", name: "x" }, updateMask: mask })),
+  fc.constantFrom(
+    '{"pageSize":"x"}',
+    '{"pageSize":1.5}',
+    '{"address":{"name":5}}',
+    '{"address":[]}',
+    '{"id":"-1"}',
+    '{"id":"x"}',
+    '{"address":{},"address":{}}',
+    '{"updateMask":5}',
+  ),
+  fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v) ?? ""),
+);
+
 /** One envelope: flags, a declared length that may lie, and a payload. */
 const envelope = fc.record({
   flags: fc.oneof(
@@ -85,7 +115,11 @@ const envelope = fc.record({
     { weight: 1, arbitrary: fc.integer({ min: -10, max: 10 }) },
     { weight: 1, arbitrary: fc.constantFrom(0x7fffffff, 5 * 1024 * 1024, 0xffffffff) },
   ),
-  payload: protobufBytes,
+  // JSON too: the payload of `application/grpc+json` and `application/grpc-web+json`.
+  payload: fc.oneof(
+    { weight: 4, arbitrary: protobufBytes },
+    { weight: 1, arbitrary: protoJsonText.map((s) => [...new TextEncoder().encode(s)]) },
+  ),
 });
 
 /** Enveloped bodies (gRPC, gRPC-Web, Connect streaming), perhaps truncated. */
@@ -114,15 +148,15 @@ const envelopedBody: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.tuple(
 /** Bodies of Connect unary calls: protobuf bytes, JSON values, garbage. */
 const connectBody: fc.Arbitrary<Uint8Array<ArrayBuffer>> = fc.oneof(
   protobufBytes.map((b) => new Uint8Array(b)),
-  fc.constantFrom("{}", "", "null", "[]", '{"service":1}', '{"unknown":true}', "{", '"x"')
-    .map((s) => new TextEncoder().encode(s)),
-  fc.jsonValue({ maxDepth: 2 }).map((v) => new TextEncoder().encode(JSON.stringify(v) ?? "")),
+  protoJsonText.map((s) => new TextEncoder().encode(s)),
 );
 
 const PATHS = fc.constantFrom(
   "/books.v1.BooksService/books",
   "/books.v1.BooksService/books",
   "/books.v1.BooksService/books",
+  "/addresses.v1.AddressService/UpdateAddress",
+  "/addresses.v1.AddressService/ListAddresses",
   "/grpc.health.v1.Health/Check",
   "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
   "/books.v1.BooksService/Books",

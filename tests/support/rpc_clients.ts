@@ -20,6 +20,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { Buffer } from "node:buffer";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { endStreamFromJson, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { type ErrorInfo, ErrorInfoSchema } from "../../rpc/gen/google/rpc/error_details_pb.ts";
 import { BooksService } from "../../rpc/gen/books/v1/books_pb.ts";
 import { AddressService } from "../../rpc/gen/addresses/v1/addresses_pb.ts";
@@ -301,6 +302,51 @@ export function grpcWebTrailer(type: string, body: Uint8Array): Headers | undefi
       return out;
     }
     at += 5 + length;
+  }
+  return undefined;
+}
+
+/** An RPC answer as a raw client read it. */
+export interface RpcAnswer {
+  status: number;
+  headers: Headers;
+  trailers: Headers;
+  body: Uint8Array;
+}
+
+/**
+ * The RPC error an answer carries, read as clients read it (Connect-ES's own decoders): the gRPC
+ * status fields (headers, trailers, the gRPC-Web trailer frame), Connect's unary JSON error, or
+ * a Connect stream's end message; with the `error-code` metadata that came with it. Undefined
+ * for an answer that is no RPC error (a success, a plain HTTP refusal).
+ */
+export function rpcErrorOf(
+  a: RpcAnswer,
+): { error: ConnectError; errorCode: string | null } | undefined {
+  const type = (a.headers.get("content-type") ?? "").toLowerCase();
+  if (type.startsWith("application/grpc")) {
+    const fields = new Headers([...a.headers, ...a.trailers]);
+    const web = type.startsWith("application/grpc-web") ? grpcWebTrailer(type, a.body) : undefined;
+    for (const [name, value] of web ?? []) fields.set(name, value);
+    const error = findTrailerError(fields);
+    return error && { error, errorCode: fields.get("error-code") };
+  }
+  if (type.startsWith("application/connect+")) {
+    for (let at = 0; at + 5 <= a.body.length;) {
+      const end = at + 5 + new DataView(a.body.buffer, a.body.byteOffset + at + 1, 4).getUint32(0);
+      if (a.body[at] === 2) {
+        const { metadata, error } = endStreamFromJson(a.body.subarray(at + 5, end));
+        return error && { error, errorCode: metadata.get("error-code") };
+      }
+      at = end;
+    }
+    return undefined;
+  }
+  if (type.startsWith("application/json") && a.status !== 200) {
+    // REST's detailed body (a request in no RPC protocol) has no `code`.
+    if (typeof JSON.parse(new TextDecoder().decode(a.body)).code !== "string") return undefined;
+    const error = errorFromJsonBytes(a.body, undefined, new ConnectError("not a Connect error"));
+    return { error, errorCode: a.headers.get("error-code") };
   }
   return undefined;
 }

@@ -21,7 +21,7 @@ export function stubStore(
       delete: address,
       list: address,
       listBatches: address,
-      cursorAfter: address,
+      cursorsAfter: address,
       exportAll: async function* () {
         await address();
         yield* [];
