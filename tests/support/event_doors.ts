@@ -94,8 +94,9 @@ export interface SseFrame {
 export async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame> {
   let text = "";
   let frame: SseFrame = {};
-  for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
-    text += chunk;
+  const decoder = new TextDecoder();
+  for await (const bytes of body) {
+    text += decoder.decode(bytes, { stream: true });
     for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n")) {
       const line = text.slice(0, end);
       text = text.slice(end + 1);
