@@ -94,6 +94,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     config: deps.graphql,
     results: deps.graphqlCaches?.results,
     documents: deps.graphqlCaches?.documents,
+    feed: deps.store.feed,
+    heartbeatMs: deps.events?.heartbeatMs,
   });
   rpcRoutes(app, {
     books: deps.store.books,

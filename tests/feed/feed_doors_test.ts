@@ -13,6 +13,7 @@ import {
   rpcTransport,
 } from "../support/address_doors.ts";
 import {
+  graphqlWatchDoor,
   type ReceivedEvent,
   rpcWatchDoor,
   sseDoor,
@@ -34,6 +35,7 @@ const WATCHERS: Record<string, (server: Server, token: string) => WatchDoor> = {
   "gRPC": (s, t) => rpcWatchDoor("gRPC", grpcTransport(s.grpcUrl!), t),
   "Connect (HTTP port)": (s, t) => rpcWatchDoor("Connect", connectTransport(s.httpUrl, "1.1"), t),
   "gRPC-Web (HTTP port)": (s, t) => rpcWatchDoor("gRPC-Web", grpcWebTransport(s.httpUrl, "1.1"), t),
+  "GraphQL": (s, t) => graphqlWatchDoor(s.httpUrl, t),
 };
 
 /** Writers through every style. */
@@ -157,20 +159,22 @@ for (const [style, watcher] of Object.entries(WATCHERS)) {
   });
 }
 
-Deno.test("feed (REST): a stream opened and left before any change resumes from its first id", async () => {
+Deno.test("feed: a stream opened and left before any change resumes from its opening position, in every style", async () => {
   const server = await startTestServer(AUTH);
   try {
     const alice = await token("alice");
-    const door = sseDoor(server.httpUrl, alice);
-    const first = ok(await door.open());
-    assert.ok(first.opened);
-    await first.close();
-    const created = ok(await restDoor(server.httpUrl, alice).create(EXAMPLE_INPUT));
-    const again = ok(await door.open(first.opened));
-    assertSame(await receive(again, 1), [
-      { type: "created", id: created.address.id, etag: created.etag },
-    ], "missed");
-    await again.close();
+    for (const [style, watcher] of Object.entries(WATCHERS)) {
+      const door = watcher(server, alice);
+      const first = ok(await door.open());
+      assert.ok(first.opened, style);
+      await first.close();
+      const created = ok(await restDoor(server.httpUrl, alice).create(EXAMPLE_INPUT));
+      const again = ok(await door.open(first.opened));
+      assertSame(await receive(again, 1), [
+        { type: "created", id: created.address.id, etag: created.etag },
+      ], `${style}: missed`);
+      await again.close();
+    }
   } finally {
     await server.close();
   }
@@ -216,7 +220,7 @@ Deno.test("feed (REST): a write by a second process on the same KV file is deliv
   }
 });
 
-for (const style of ["REST", "gRPC"]) {
+for (const style of ["REST", "gRPC", "GraphQL"]) {
   Deno.test(`feed (${style}): stream limits per caller and per server are rate-limited`, async () => {
     const server = await startTestServer({
       ...AUTH,

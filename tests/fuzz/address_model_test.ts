@@ -70,6 +70,7 @@ import {
 } from "../support/requests.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 import {
+  graphqlWatchDoor,
   type ReceivedEvent,
   rpcWatchDoor,
   sseDoor,
@@ -482,11 +483,12 @@ class Restart implements fc.AsyncCommand<Model, Real> {
   toString = () => "restart";
 }
 
-/** The styles a subscriber reads the feed through, one per sequence in turn. */
+/** The styles a subscriber reads the feed through (REST, gRPC, gRPC-Web, GraphQL), in turn. */
 const WATCH_STYLES: ((real: Real, token: string) => WatchDoor)[] = [
   (real, token) => sseDoor(real.server.httpUrl, token),
   (real, token) => rpcWatchDoor("gRPC", rpcTransport(real.server, "gRPC"), token),
   (real, token) => rpcWatchDoor("gRPC-Web", grpcWebTransport(real.server.httpUrl, "1.1"), token),
+  (real, token) => graphqlWatchDoor(real.server.httpUrl, token),
 ];
 
 /**

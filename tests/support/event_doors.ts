@@ -14,6 +14,7 @@ import {
 import type { Outcome } from "./address_doors.ts";
 import { bearer } from "./requests.ts";
 import { addressClient, errorInfo } from "./rpc_clients.ts";
+import { createClient as createSseClient } from "graphql-sse";
 
 /** One change as a client received it. */
 export interface ReceivedEvent {
@@ -264,4 +265,111 @@ export function rpcWatchDoor(style: string, transport: Transport, token?: string
       };
     },
   };
+}
+
+const SUBSCRIPTION = `subscription Events($after: String) {
+  addressEvents(after: $after) {
+    type
+    id
+    address { ${ADDRESS_FIELD_NAMES.join(" ")} id etag }
+    cursor
+  }
+}`;
+
+/**
+ * The `addressEvents` subscription through the `graphql-sse` client from npm (distinct
+ * connections mode), unchanged. Its first result is the position it opened at (OPENED), or a
+ * refusal (errors).
+ */
+export function graphqlWatchDoor(base: string, token?: string): WatchDoor {
+  return {
+    style: "GraphQL",
+    async open(after) {
+      const client = createSseClient({
+        url: `${base}/graphql`,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        singleConnection: false,
+        retryAttempts: 0,
+      });
+      const inbox = new Inbox<ReceivedEvent>();
+      let refusal: string | undefined;
+      let opened: string | undefined;
+      let connected!: () => void;
+      const open = new Promise<void>((resolve) => (connected = resolve));
+      const dispose = client.subscribe(
+        { query: SUBSCRIPTION, variables: { after: after ?? null } },
+        {
+          next(result) {
+            const r = result as {
+              data?: { addressEvents: Record<string, unknown> } | null;
+              errors?: { extensions?: { code?: string } }[];
+            };
+            if (r.errors !== undefined) {
+              refusal = r.errors[0]?.extensions?.code ?? "(no code)";
+              return connected();
+            }
+            const e = r.data!.addressEvents as {
+              type: string;
+              id: string;
+              address: Record<string, unknown> | null;
+              cursor: string;
+            };
+            if (e.type === "OPENED") {
+              opened = e.cursor;
+              return connected();
+            }
+            const address = e.address === null ? undefined : e.address;
+            inbox.push({
+              type: e.type.toLowerCase() as ReceivedEvent["type"],
+              id: Number(e.id),
+              ...(address === undefined ? {} : {
+                address: addressFromFields(address),
+                etag: address.etag as string,
+              }),
+              token: e.cursor,
+            });
+          },
+          error(error) {
+            inbox.failure = error;
+            inbox.end();
+            connected();
+          },
+          complete() {
+            inbox.end();
+            connected();
+          },
+        },
+      );
+      await open;
+      if (refusal !== undefined || opened === undefined) {
+        dispose();
+        client.dispose();
+        return { ok: false, code: refusal ?? "(ended before it opened)", problems: 1 };
+      }
+      return {
+        ok: true,
+        value: {
+          opened,
+          next: (ms = 3000) => inbox.take(ms),
+          get ended() {
+            return inbox.ended;
+          },
+          close: async () => {
+            dispose();
+            client.dispose();
+            await Promise.resolve();
+          },
+        },
+      };
+    },
+  };
+}
+
+function addressFromFields(fields: Record<string, unknown>): Address {
+  const address: Record<string, unknown> = { id: Number(fields.id) };
+  for (const name of ADDRESS_FIELD_NAMES) {
+    const value = fields[name];
+    if (typeof value === "string" && value !== "") address[name] = value;
+  }
+  return address as Address;
 }
