@@ -76,10 +76,38 @@ async function write(url: string): Promise<number> {
   return (await answer.json()).id;
 }
 
+/** The memory a raw Deno.serve holding `n` idle event streams adds per stream, in KiB. */
+async function rawStreamKiB(n: number): Promise<number> {
+  const peer = await startService({
+    name: "raw Deno.serve",
+    command: [
+      Deno.execPath(),
+      "run",
+      "--allow-net",
+      new URL("peers/raw_sse.ts", import.meta.url).pathname,
+    ],
+  });
+  const url = String(peer.listening.http);
+  try {
+    const warm = await subscribe(url);
+    warm.abort.abort();
+    await new Promise((r) => setTimeout(r, 1000));
+    const before = await rssKiB(peer.pid);
+    const open: Subscriber[] = [];
+    for (let i = 0; i < n; i++) open.push(await subscribe(url));
+    await new Promise((r) => setTimeout(r, 1000));
+    const added = (await rssKiB(peer.pid) - before) / n;
+    for (const s of open) s.abort.abort();
+    return added;
+  } finally {
+    await peer.stop();
+  }
+}
+
 export async function feedBench(): Promise<string[]> {
   const lines = [
-    "| subscribers | deliveries | p50 ms | p99 ms | max ms | server RSS per idle stream |",
-    "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| subscribers | deliveries | p50 ms | p99 ms | max ms | RSS per idle stream | raw Deno.serve's |",
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
   const dir = await Deno.makeTempDir({ prefix: "books-bench-feed-" });
   try {
@@ -98,7 +126,6 @@ export async function feedBench(): Promise<string[]> {
         await new Promise((r) => setTimeout(r, 1000));
         const after = await rssKiB(server.pid);
         const perStream = (after - before) / n;
-        if (Deno.env.get("BENCH_DEBUG")) console.error({ n, before, after, pid: server.pid });
         const sent = new Map<number, number>();
         for (let i = 0; i < WRITES; i++) {
           const started = performance.now();
@@ -121,13 +148,14 @@ export async function feedBench(): Promise<string[]> {
           s.abort.abort();
         }
         latencies.sort((a, b) => a - b);
+        const raw = await rawStreamKiB(n);
         const fmt = (ms: number) => ms.toFixed(1);
         lines.push(
           `| ${n} | ${latencies.length}${missing ? ` (${missing} missing)` : ""} | ${
             fmt(percentile(latencies, 0.5))
           } | ${fmt(percentile(latencies, 0.99))} | ${fmt(latencies.at(-1)!)} | ${
             perStream.toFixed(1)
-          } KiB |`,
+          } KiB | ${raw.toFixed(1)} KiB |`,
         );
       } finally {
         await server.stop();
