@@ -9,67 +9,52 @@ import type { Change, PreparedWrite } from "./change_log.ts";
  */
 export class WriteRecorder implements Deno.AtomicOperation {
   #steps: ((op: Deno.AtomicOperation) => void)[] = [];
-  #written = new Set<string>();
-  #cost: Required<Cost> = { checks: 0, mutations: 0, keyBytes: 0, valueBytes: 0 };
-
-  #mutation(key: Deno.KvKey, value: unknown, exclusive: boolean) {
-    this.#cost.mutations++;
-    this.#cost.keyBytes += keySize(key);
-    if (value !== undefined) {
-      this.#cost.valueBytes += value instanceof Deno.KvU64 ? 16 : valueSize(value);
-    }
-    // Two writes of one key must not share a commit: both checks would pass and the second
-    // write would win unseen. Sums (and min, max) of one key add up in a commit, as apart.
-    if (exclusive) this.#written.add(JSON.stringify(key, bigints));
-  }
+  // What the log needs only to put several writes in one commit (their sizes, the keys they
+  // write), kept as given and worked out if it asks.
+  #checked: Deno.KvKey[] = [];
+  #mutated: { key: Deno.KvKey; value: unknown; exclusive: boolean }[] = [];
 
   check(...checks: Deno.AtomicCheck[]): this {
-    for (const c of checks) {
-      this.#cost.checks++;
-      this.#cost.keyBytes += keySize(c.key);
-    }
+    for (const c of checks) this.#checked.push(c.key);
     this.#steps.push((op) => op.check(...checks));
     return this;
   }
 
   mutate(...mutations: Deno.KvMutation[]): this {
     for (const m of mutations) {
-      this.#mutation(
-        m.key,
-        "value" in m ? m.value : undefined,
-        m.type === "set" || m.type === "delete",
-      );
+      const exclusive = m.type === "set" || m.type === "delete";
+      this.#mutated.push({ key: m.key, value: "value" in m ? m.value : undefined, exclusive });
     }
     this.#steps.push((op) => op.mutate(...mutations));
     return this;
   }
 
   sum(key: Deno.KvKey, n: bigint): this {
-    this.#mutation(key, undefined, false);
+    this.#mutated.push({ key, value: undefined, exclusive: false });
     this.#steps.push((op) => op.sum(key, n));
     return this;
   }
 
   min(key: Deno.KvKey, n: bigint): this {
-    this.#mutation(key, undefined, false);
+    this.#mutated.push({ key, value: undefined, exclusive: false });
     this.#steps.push((op) => op.min(key, n));
     return this;
   }
 
   max(key: Deno.KvKey, n: bigint): this {
-    this.#mutation(key, undefined, false);
+    this.#mutated.push({ key, value: undefined, exclusive: false });
     this.#steps.push((op) => op.max(key, n));
     return this;
   }
 
   set(key: Deno.KvKey, value: unknown, options?: { expireIn?: number }): this {
-    this.#mutation(key, value, true);
+    this.#mutated.push({ key, value, exclusive: true });
     this.#steps.push((op) => op.set(key, value, options));
     return this;
   }
 
   delete(key: Deno.KvKey): this {
-    this.#mutation(key, undefined, true);
+    this.#mutated.push({ key, value: undefined, exclusive: true });
     this.#steps.push((op) => op.delete(key));
     return this;
   }
@@ -85,10 +70,30 @@ export class WriteRecorder implements Deno.AtomicOperation {
   /** The write, ready for the change log, making `changes` (each with its owner). */
   prepare(changes: readonly { owner: string; change: Change }[]): PreparedWrite {
     const steps = this.#steps;
+    const checked = this.#checked;
+    const mutated = this.#mutated;
+    let claims: string[] | undefined;
+    let cost: Required<Cost> | undefined;
     return {
       changes,
-      claims: [...this.#written],
-      cost: { ...this.#cost },
+      // Two writes of one key must not share a commit: both checks would pass and the second
+      // write would win unseen. Sums (and min, max) of one key add up in a commit, as apart.
+      get claims() {
+        return claims ??= mutated.filter((m) => m.exclusive).map((m) => claimOf(m.key));
+      },
+      get cost() {
+        if (cost === undefined) {
+          cost = { checks: checked.length, mutations: mutated.length, keyBytes: 0, valueBytes: 0 };
+          for (const key of checked) cost.keyBytes += keySize(key);
+          for (const { key, value } of mutated) {
+            cost.keyBytes += keySize(key);
+            if (value !== undefined) {
+              cost.valueBytes += value instanceof Deno.KvU64 ? 16 : valueSize(value);
+            }
+          }
+        }
+        return cost;
+      },
       apply: (op) => {
         for (const step of steps) step(op);
       },
@@ -96,6 +101,13 @@ export class WriteRecorder implements Deno.AtomicOperation {
   }
 }
 
-function bigints(_: string, value: unknown) {
-  return typeof value === "bigint" ? `${value}n` : value;
+/** A key as a string that tells its parts' types apart (`1` and `"1"` are other keys). */
+function claimOf(key: Deno.KvKey): string {
+  return key.map((part) =>
+    typeof part === "string"
+      ? `s${part}`
+      : typeof part === "number" || typeof part === "bigint" || typeof part === "boolean"
+      ? `${typeof part}${part}`
+      : `u${[...(part as Uint8Array)].join(",")}`
+  ).join("\u0000");
 }
