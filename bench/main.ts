@@ -11,6 +11,9 @@ import { runWorkload, type Workload, type WorkloadResult } from "./runner.ts";
 import { buildScaleWorkloads } from "./scale.ts";
 import { detectTools, missingTools, pinSelf } from "./tools.ts";
 import { buildWorkloads } from "./workloads.ts";
+import { feedBench } from "./feed.ts";
+
+const FEED = "feed";
 
 const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
 const RESULTS = `${ROOT}/bench/results`;
@@ -63,9 +66,11 @@ async function main(): Promise<number> {
       const ref = await learnReference(place, { kvDir: await Deno.makeTempDir({ dir: tmp }) });
       workloads = await buildWorkloads(ctx, ref, booksFile);
     }
-    const unknown = unmatched(opts.only, workloads.map((w) => w.id));
+    // Live updates are measured apart (bench/feed.ts): streams, not requests.
+    const ids = [...workloads.map((w) => w.id), ...(scale ? [] : [FEED])];
+    const unknown = unmatched(opts.only, ids);
     if (unknown.length > 0) {
-      log(`BENCH_ONLY: no workload ${unknown.join(", ")}; ids: ${workloads.map((w) => w.id)}`);
+      log(`BENCH_ONLY: no workload ${unknown.join(", ")}; ids: ${ids}`);
       return 2;
     }
     workloads = workloads.filter((w) => selects(opts.only, w.id, w.optIn));
@@ -76,8 +81,14 @@ async function main(): Promise<number> {
       results.push(result);
       log(workloadTable(result));
     }
+    let feed = "";
+    if (!scale && selects(opts.only, FEED)) {
+      log("live updates: delivery latency and memory per idle stream");
+      feed = `\n\n## Live updates (bench/feed.ts)\n\n${(await feedBench()).join("\n")}\n`;
+      log(feed);
+    }
     meta.loadAverageAfter = await loadAverage();
-    const report = fullReport(meta, results);
+    const report = fullReport(meta, results) + feed;
     console.log(report);
     const name = scale ? "scale" : "latest";
     await Deno.mkdir(RESULTS, { recursive: true });

@@ -23,6 +23,8 @@ const PACKAGE_ASSETS = new Map<string, { pkg: string; file: string; type: string
   }],
   ["graphiql.min.js", { pkg: "graphiql", file: "graphiql.min.js", type: JS }],
   ["graphiql.min.css", { pkg: "graphiql", file: "graphiql.min.css", type: CSS }],
+  // The client of GraphQL over Server-Sent Events: subscriptions (graphql/event_stream.ts).
+  ["graphql-sse.min.js", { pkg: "graphql-sse", file: "umd/graphql-sse.min.js", type: JS }],
 ]);
 
 /** The books query GraphiQL opens with. */
@@ -41,9 +43,30 @@ const DEFAULT_QUERY = `# The book list. Press the run button or Ctrl-Enter.
 
 // Our own start-up script, served as a file so the page's CSP needs no inline script.
 const INIT_SCRIPT = `"use strict";
-const fetcher = GraphiQL.createFetcher({ url: new URL(${
-  JSON.stringify(GRAPHQL_PATH)
-}, location.href).href });
+const url = new URL(${JSON.stringify(GRAPHQL_PATH)}, location.href).href;
+const http = GraphiQL.createFetcher({ url });
+// The kind of the operation that runs (the named one, else the first), read off the text: what
+// GraphiQL hands the fetcher besides it may describe an earlier edit.
+function isSubscription(params) {
+  const text = params.query.replace(/#[^\\n]*/g, "").replace(/"(?:[^"\\\\]|\\\\.)*"/g, '""');
+  const operations = [...text.matchAll(/(?:^|[}\\s])(query|mutation|subscription)\\b\\s*([_A-Za-z][_0-9A-Za-z]*)?/g)];
+  const operation = params.operationName
+    ? operations.find((m) => m[2] === params.operationName)
+    : operations[0];
+  return Boolean(operation) && operation[1] === "subscription";
+}
+// Subscriptions over GraphQL over Server-Sent Events (graphql-sse's client, distinct
+// connections); everything else over plain POST.
+function fetcher(params, opts) {
+  if (!isSubscription(params)) return http(params, opts);
+  const client = graphqlSse.createClient({
+    url,
+    headers: (opts && opts.headers) || {},
+    singleConnection: false,
+    retryAttempts: 0,
+  });
+  return client.iterate(params);
+}
 ReactDOM.createRoot(document.getElementById("graphiql")).render(
   React.createElement(GraphiQL, {
     fetcher,
@@ -67,6 +90,7 @@ const PAGE = `<!doctype html>
 <script src="${GRAPHQL_ASSETS_PATH}/react.production.min.js"></script>
 <script src="${GRAPHQL_ASSETS_PATH}/react-dom.production.min.js"></script>
 <script src="${GRAPHQL_ASSETS_PATH}/graphiql.min.js"></script>
+<script src="${GRAPHQL_ASSETS_PATH}/graphql-sse.min.js"></script>
 <script src="${GRAPHQL_ASSETS_PATH}/init.js"></script>
 </body>
 </html>

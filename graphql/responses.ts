@@ -107,13 +107,36 @@ export function documentErrorsResponse(
  * per problem; anything else is logged with the request id and masked.
  */
 export function executionResponse(result: ExecutionResult, context: ResponseContext): Response {
-  if (result.errors === undefined) return respond({ data: result.data }, 200, context.type);
+  const body = formattedResult(result, context);
+  const status = result.errors !== undefined && result.data === undefined
+    ? statusWithoutData(context.type)
+    : 200;
+  return respond(body, status, context.type);
+}
+
+/**
+ * An execution's result as the client gets it: errors with their codes, a storage fault's
+ * `retryAfter`, an unexpected one as `internal` (its cause logged, not answered).
+ */
+export function formattedResult(
+  result: ExecutionResult,
+  context: ResponseContext,
+): { data?: unknown; errors?: GraphQLFormattedError[] } {
+  if (result.errors === undefined) return { data: result.data };
   if (result.data === undefined) {
-    const errors = result.errors.map((e) => withCode(e, "invalid-parameter"));
-    return respond({ errors }, statusWithoutData(context.type), context.type);
+    // Before any field ran (variables, the operation): only a subscription's own field may
+    // have failed here, with its code.
+    const errors = result.errors.flatMap((e) =>
+      e.originalError instanceof AppError
+        ? fieldErrors(e, context)
+        : [withCode(e, "invalid-parameter")]
+    );
+    return { errors };
   }
-  const errors = result.errors.flatMap((error) => fieldErrors(error, context));
-  return respond({ errors, data: result.data }, 200, context.type);
+  return {
+    errors: result.errors.flatMap((error) => fieldErrors(error, context)),
+    data: result.data,
+  };
 }
 
 function fieldErrors(error: GraphQLError, context: ResponseContext): GraphQLFormattedError[] {

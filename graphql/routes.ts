@@ -1,4 +1,4 @@
-import { execute } from "graphql";
+import { execute, GraphQLError, OperationTypeNode, subscribe } from "graphql";
 import type { Context, Hono } from "hono";
 import { type GraphqlConfig, loadConfig } from "../lib/config.ts";
 import { AppError } from "../lib/errors.ts";
@@ -28,6 +28,7 @@ import {
   dataResponse,
   documentErrorsResponse,
   executionResponse,
+  formattedResult,
   inputErrorsResponse,
   requestErrorResponse,
 } from "./responses.ts";
@@ -35,6 +36,8 @@ import { createResultCache, type ResultCache } from "./result_cache.ts";
 import { booksRoot, createSchema } from "./schema.ts";
 import { requires } from "../security/access.ts";
 import { GRAPHQL_PATH } from "../lib/paths.ts";
+import type { AddressFeed } from "../store/addresses/feed.ts";
+import { singleResultStream, subscriptionStream, wantsEventStream } from "./event_stream.ts";
 
 /** What the GraphQL endpoint needs. */
 interface GraphqlDeps {
@@ -52,6 +55,10 @@ interface GraphqlDeps {
   documents?: DocumentCache;
   /** Encoded results of variable-free operations (a new cache when omitted). */
   results?: ResultCache;
+  /** Live updates for subscriptions (none served when omitted). */
+  feed?: AddressFeed | undefined;
+  /** A comment line this often keeps an idle subscription's stream open (`EVENTS_HEARTBEAT`). */
+  heartbeatMs?: number | undefined;
 }
 
 /**
@@ -94,12 +101,24 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
   const refuse = (c: Context, error: AppError) =>
     requestErrorResponse(error, negotiateGraphqlType(c.req.header("accept")) ?? "application/json");
 
+  const streamOptions = { heartbeatMs: deps.heartbeatMs ?? 15_000, maxQueuedBytes: 256 * 1024 };
+
+  // With `Accept: text/event-stream` (GraphQL over Server-Sent Events, graphql/event_stream.ts)
+  // every answer is a stream: a subscription's results, or the one result of anything else.
   app.post(GRAPHQL_PATH, requires("public", refuse), async (c) => {
+    const streaming = wantsEventStream(c.req.header("accept"));
+    const answer = await answerOf(c, streaming);
+    const streamed = answer.headers.get("content-type")?.startsWith("text/event-stream");
+    return streaming && !streamed ? await singleResultStream(answer, c.get("requestId")) : answer;
+  });
+
+  async function answerOf(c: Context<AppEnv>, streaming: boolean): Promise<Response> {
     const caller = c.get("caller");
     const noBooks = authorize(caller, "books:read", access);
     if (noBooks?.code === "unauthorized") return refuse(c, noBooks);
     const accept = c.req.header("accept");
-    const negotiated = negotiateGraphqlType(accept);
+    // A stream's results are JSON texts as `application/json` answers them.
+    const negotiated = streaming ? "application/json" : negotiateGraphqlType(accept);
     const type: GraphqlMediaType = negotiated ?? "application/json";
     try {
       if (negotiated === undefined) {
@@ -163,6 +182,47 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
         if (pages !== undefined) problems.push(pages);
         if (problems.length > 0) return inputErrorsResponse(problems, type);
       }
+      if (plan.operation.operation === OperationTypeNode.SUBSCRIPTION) {
+        if (!streaming) {
+          throw new AppError(
+            "not-acceptable",
+            "A subscription is answered as a stream of events: send it with Accept: " +
+              "text/event-stream (GraphQL over Server-Sent Events).",
+          );
+        }
+        const rc = responseContext(c, type, deps.logger);
+        const subscribed = await subscribe({
+          schema,
+          document: prepared.document,
+          rootValue: root,
+          contextValue: {
+            ...context,
+            caller: caller.subject ?? caller.owner,
+            expiresAt: caller.expiresAt,
+            signal: c.req.raw.signal,
+            feed: deps.feed,
+          },
+          variableValues: params.variables,
+          operationName: params.operationName,
+        });
+        if (!(Symbol.asyncIterator in subscribed)) return executionResponse(subscribed, rc);
+        const failure = (error: unknown) =>
+          formattedResult({
+            data: null,
+            errors: [
+              new GraphQLError(error instanceof Error ? error.message : String(error), {
+                originalError: error instanceof Error ? error : undefined,
+              }),
+            ],
+          }, rc);
+        return subscriptionStream(
+          subscribed,
+          (result) => formattedResult(result, rc),
+          failure,
+          c.get("requestId"),
+          streamOptions,
+        );
+      }
       const result = await operation.run(root, context, params.variables);
       if (result.errors === undefined) {
         const body = JSON.stringify({ data: result.data });
@@ -174,7 +234,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       if (error instanceof AppError) return requestErrorResponse(error, type);
       throw error;
     }
-  });
+  }
 
   app.get(GRAPHQL_PATH, requires("public"), (c) => {
     if (new URL(c.req.url).searchParams.has("query")) {

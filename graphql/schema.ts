@@ -1,8 +1,9 @@
-import { buildSchema, GraphQLObjectType, GraphQLSchema } from "graphql";
+import { buildSchema, type GraphQLFieldConfig, GraphQLObjectType, GraphQLSchema } from "graphql";
 import type { Book } from "../lib/schemas.ts";
 import type { Access } from "../security/access.ts";
 import type { BookStore } from "../store/books.ts";
 import { ADDRESS_MUTATIONS, ADDRESS_QUERIES, type AddressRootField } from "./address_fields.ts";
+import { ADDRESS_SUBSCRIPTIONS } from "./address_events.ts";
 
 /**
  * The books part of the schema exactly as the interface fixes it (docs/graphql.md). Every field
@@ -43,6 +44,7 @@ export const ROOT_ACCESS: ReadonlyMap<string, Access> = new Map<string, Access>(
   ["__type", "books:read"],
   ...accessOf(ADDRESS_QUERIES),
   ...accessOf(ADDRESS_MUTATIONS),
+  ...accessOf(ADDRESS_SUBSCRIPTIONS),
 ]);
 
 /**
@@ -57,11 +59,14 @@ export const CATALOGUE_FIELDS: ReadonlySet<string> = new Set([
   "__type",
 ]);
 
-function accessOf(fields: Readonly<Record<string, AddressRootField>>): [string, Access][] {
+function accessOf(
+  fields: Readonly<Record<string, Pick<AddressRootField, "access">>>,
+): [string, Access][] {
   return Object.entries(fields).map(([name, field]) => [name, field.access]);
 }
 
-function configs(fields: Readonly<Record<string, AddressRootField>>) {
+// deno-lint-ignore no-explicit-any
+function configs(fields: Readonly<Record<string, { config: GraphQLFieldConfig<any, any, any> }>>) {
   return Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, field.config]));
 }
 
@@ -77,6 +82,10 @@ export function createSchema(): GraphQLSchema {
       fields: { ...books.fields, ...configs(ADDRESS_QUERIES) },
     }),
     mutation: new GraphQLObjectType({ name: "Mutation", fields: configs(ADDRESS_MUTATIONS) }),
+    subscription: new GraphQLObjectType({
+      name: "Subscription",
+      fields: configs(ADDRESS_SUBSCRIPTIONS),
+    }),
   });
 }
 

@@ -9,4 +9,6 @@ export interface Caller {
   subject: string | undefined;
   /** Scopes the verified token grants (empty without a token). */
   scopes: ReadonlySet<string>;
+  /** When the verified token expires (ms since the epoch); a stream it opened ends then. */
+  expiresAt?: number | undefined;
 }

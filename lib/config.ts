@@ -69,6 +69,18 @@ const ConfigSchema = z.object({
     "must be an absolute http(s) URL without query, fragment or credentials",
   ).optional(),
   MIGRATE_ON_START: z.enum(["true", "false"], "must be true or false").default("false"),
+  // Changes are kept this long for streams to resume from (at most 30 days).
+  EVENTS_RETENTION: z.string().regex(
+    /^[1-9][0-9]{0,6}(s|min|h|d)$/,
+    "must be <n>s, <n>min, <n>h or <n>d",
+  ).refine((value) => durationMs(value) <= 30 * 86_400_000, "must be at most 30d")
+    .default("24h"),
+  EVENTS_MAX_STREAMS: positiveInt.refine((n) => n <= 100_000, "must be at most 100000")
+    .default(1000),
+  EVENTS_MAX_STREAMS_PER_CALLER: positiveInt.default(10),
+  // A comment line this often keeps proxies from cutting an idle event stream (1s to 60s).
+  EVENTS_HEARTBEAT: z.string().regex(/^[1-9][0-9]{0,1}s$/, "must be <n>s")
+    .refine((value) => durationMs(value) <= 60_000, "must be at most 60s").default("15s"),
   // Unset: none with authentication off, DEFAULT_MAX_ADDRESSES_PER_OWNER with it on (loadConfig).
   MAX_ADDRESSES_PER_OWNER: positiveInt.optional(),
   // Set by Deno Deploy in every deployment.
@@ -103,6 +115,17 @@ function validPublicUrl(value: string): boolean {
   return /^https?:$/.test(url.protocol) && url.username === "" && url.password === "";
 }
 
+const DURATION_UNIT_MS = new Map([["s", 1000], ["min", 60_000], ["h", 3_600_000], [
+  "d",
+  86_400_000,
+]]);
+
+/** `24h`, `90min`: a duration of the form the schema admits, in milliseconds. */
+function durationMs(value: string): number {
+  const [, n, unit] = /^([0-9]+)(s|min|h|d)$/.exec(value)!;
+  return Number(n) * DURATION_UNIT_MS.get(unit!)!;
+}
+
 /** `PUBLIC_URL` as a base to append paths to: normalised, without its trailing slash. */
 function publicBase(value: string): string {
   const url = new URL(value);
@@ -117,6 +140,18 @@ function isLoopbackUrl(url: string): boolean {
   // The URL parser normalises 127.1, 0x7f.0.0.1 and [0:0:0:0:0:0:0:1] to their usual forms.
   const host = new URL(url).hostname;
   return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** How long changes are kept, and how many streams of them may be open. */
+export interface EventsConfig {
+  /** `EVENTS_RETENTION`. */
+  retentionMs: number;
+  /** `EVENTS_MAX_STREAMS`: streams open at once in one process. */
+  maxStreams: number;
+  /** `EVENTS_MAX_STREAMS_PER_CALLER`: streams one caller may have open at once in one process. */
+  maxStreamsPerCaller: number;
+  /** `EVENTS_HEARTBEAT`: how often an idle event stream gets a comment line. */
+  heartbeatMs: number;
 }
 
 /** Validated server configuration. */
@@ -171,6 +206,8 @@ export interface Config {
    * with authentication off) when no quota applies.
    */
   maxAddressesPerOwner: number;
+  /** Live updates (`EVENTS_*`). */
+  events: EventsConfig;
 }
 
 /** Authentication settings (`AUTH_*`). At least one key source is set. */
@@ -318,5 +355,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     migrateOnStart: c.MIGRATE_ON_START === "true",
     maxAddressesPerOwner: c.MAX_ADDRESSES_PER_OWNER ??
       (keyed === undefined ? Infinity : DEFAULT_MAX_ADDRESSES_PER_OWNER),
+    events: {
+      retentionMs: durationMs(c.EVENTS_RETENTION),
+      maxStreams: c.EVENTS_MAX_STREAMS,
+      maxStreamsPerCaller: c.EVENTS_MAX_STREAMS_PER_CALLER,
+      heartbeatMs: durationMs(c.EVENTS_HEARTBEAT),
+    },
   };
 }

@@ -23,6 +23,7 @@ export type ErrorCode =
   | "quota-exceeded"
   | "precondition-failed"
   | "precondition-required"
+  | "events-expired"
   | "payload-too-large"
   | "unsupported-media-type"
   | "idempotency-key-reused"
@@ -146,6 +147,13 @@ export const ERROR_DEFINITIONS: Record<ErrorCode, ErrorDefinition> = {
     messages: {
       en: "Please confirm this action.",
       de: "Bitte bestätigen Sie diese Aktion.",
+    },
+  },
+  "events-expired": {
+    status: 410,
+    messages: {
+      en: "These changes are no longer available. Please reload.",
+      de: "Diese Änderungen sind nicht mehr verfügbar. Bitte neu laden.",
     },
   },
   "payload-too-large": {

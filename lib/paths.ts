@@ -17,6 +17,8 @@ export const BOOK_PATH_PREFIX = BOOK_ROUTE.slice(0, BOOK_ROUTE.indexOf("{"));
 export const ADDRESSES_PATH = "/addresses";
 export const ADDRESS_ROUTE = `${ADDRESSES_PATH}/{id}`;
 export const ADDRESSES_EXPORT_PATH = `${ADDRESSES_PATH}/export`;
+/** The caller's changes as they are committed (Server-Sent Events). */
+export const ADDRESSES_EVENTS_PATH = `${ADDRESSES_PATH}/events`;
 
 /** GraphQL: operations by POST, GraphiQL by a browser's GET, GraphiQL's files, the schema. */
 export const GRAPHQL_PATH = "/graphql";

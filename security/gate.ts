@@ -215,9 +215,12 @@ export function createGate(parts: {
       Object.assign(failure.headers, headers);
       return { ok: false, error: failure };
     }
-    const caller: Caller = identity === undefined
-      ? ANONYMOUS
-      : { owner: identity.subject, subject: identity.subject, scopes: identity.scopes };
+    const caller: Caller = identity === undefined ? ANONYMOUS : {
+      owner: identity.subject,
+      subject: identity.subject,
+      scopes: identity.scopes,
+      expiresAt: identity.expiresAt,
+    };
     const refusal = authorize(caller, request.access, rules);
     if (refusal !== undefined) {
       Object.assign(refusal.headers, headers);

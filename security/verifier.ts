@@ -26,6 +26,8 @@ const CACHE_SCOPE_BYTES = 32;
 export interface Identity {
   subject: string;
   scopes: ReadonlySet<string>;
+  /** The token's `exp` in ms since the epoch: a stream it admitted ends then. */
+  expiresAt?: number;
 }
 
 /** Why a token was refused; `detail` is safe to show (it never contains the token). */
@@ -169,7 +171,7 @@ function identityOf(payload: JWTPayload): Identity {
   const { scope, scp } = payload as { scope?: unknown; scp?: unknown };
   if (typeof scope === "string") { for (const s of scope.split(" ")) if (s) scopes.add(s); }
   if (Array.isArray(scp)) { for (const s of scp) if (typeof s === "string") scopes.add(s); }
-  return { subject: payload.sub, scopes };
+  return { subject: payload.sub, scopes, expiresAt: payload.exp! * 1000 };
 }
 
 /** A failure to fetch the JWKS URL (network, timeout, not 200, not a key set). */

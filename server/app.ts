@@ -6,6 +6,7 @@ import type { Store } from "../store/store.ts";
 import type { StorageHealth } from "../store/kv/storage_health.ts";
 import { addressRoutes } from "../routes/addresses.ts";
 import { ownerDataRoutes } from "../routes/owner_data.ts";
+import { addressEventsRoutes, type EventsDoorOptions } from "../routes/address_events.ts";
 import { booksRoutes } from "../routes/books.ts";
 import { docsRoutes } from "../routes/docs.ts";
 import { homeRoutes } from "../routes/home.ts";
@@ -46,6 +47,8 @@ interface AppDeps {
   graphqlCaches?: GraphqlCaches;
   /** The gate's access rules, which GraphQL applies per operation (authentication off if omitted). */
   access?: AccessRules;
+  /** How the event stream door paces its streams (`EVENTS_HEARTBEAT`). */
+  events?: EventsDoorOptions;
   /** `CORS_ORIGINS`; no CORS headers when undefined. */
   corsOrigins?: "*" | string[] | undefined;
   /** `PUBLIC_URL` without its trailing slash; links in error bodies are relative without it. */
@@ -72,6 +75,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   booksRoutes(deps.store.books, app);
   // Before the address routes: `/addresses/export` must not be taken for `/addresses/{id}`.
   ownerDataRoutes(deps.store.addresses, app);
+  addressEventsRoutes(deps.store.feed, app, deps.events);
   addressRoutes(deps.store.addresses, app);
   healthRoutes({
     store: deps.store,
@@ -90,10 +94,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     config: deps.graphql,
     results: deps.graphqlCaches?.results,
     documents: deps.graphqlCaches?.documents,
+    feed: deps.store.feed,
+    heartbeatMs: deps.events?.heartbeatMs,
   });
   rpcRoutes(app, {
     books: deps.store.books,
     addresses: deps.store.addresses,
+    feed: deps.store.feed,
     logger: deps.logger,
   });
 

@@ -14,6 +14,7 @@ import { DEFAULT_BOOKS, readCatalogue } from "../store/kv/open.ts";
 import { kvLabel } from "../store/kv/label.ts";
 import { openStorage } from "../store/storage.ts";
 import type { BookStore } from "../store/books.ts";
+import type { AddressFeed } from "../store/addresses/feed.ts";
 import type { AddressStore } from "../store/addresses/repository.ts";
 import type { StorageHealth } from "../store/kv/storage_health.ts";
 
@@ -32,6 +33,8 @@ interface Edge {
   books: BookStore;
   /** The address book (an inline gRPC listener serves it too). */
   addresses: AddressStore;
+  /** Its live updates (ended at shutdown, so the listeners can drain). */
+  feed: AddressFeed;
   /** Authentication and rate limits, when configured (the gRPC listener uses it too). */
   gate: Gate | undefined;
   /** The KV handle as opened (closed last). */
@@ -61,6 +64,7 @@ export async function openEdge(
     seedBooks,
     migrateOnStart: config.migrateOnStart,
     maxAddressesPerOwner: config.maxAddressesPerOwner,
+    events: config.events,
     logger,
     wrapKv: options.wrapKv,
   });
@@ -83,6 +87,7 @@ export async function openEdge(
     access,
     corsOrigins: config.corsOrigins,
     publicUrl: config.publicUrl,
+    events: { heartbeatMs: config.events.heartbeatMs },
   });
   const books = store.books;
   const appFetch: Inner = (request, admission) => app.fetch(request, admission);
@@ -106,5 +111,14 @@ export async function openEdge(
     graphqlResults: graphqlCaches.stats.results,
     tokens: config.auth === undefined ? undefined : tokens,
   };
-  return { handler, books, addresses: store.addresses, gate, kv, caches, storage };
+  return {
+    handler,
+    books,
+    addresses: store.addresses,
+    feed: store.feed,
+    gate,
+    kv,
+    caches,
+    storage,
+  };
 }

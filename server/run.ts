@@ -72,10 +72,15 @@ export async function startServer(
   let listening = false;
   let grpcServing = () => true;
   let httpServing = () => true;
-  const { handler, books, addresses, gate, kv, storage, caches } = await openEdge(config, logger, {
-    isListening: () => listening && httpServing() && grpcServing(),
-    isShuttingDown: () => shuttingDown,
-  }, options);
+  const { handler, books, addresses, feed, gate, kv, storage, caches } = await openEdge(
+    config,
+    logger,
+    {
+      isListening: () => listening && httpServing() && grpcServing(),
+      isShuttingDown: () => shuttingDown,
+    },
+    options,
+  );
   let http: HttpListener;
   try {
     http = listenHttp({ port: config.port, hostname: config.host }, handler, logger);
@@ -107,11 +112,12 @@ export async function startServer(
             maxAddressesPerOwner: Number.isFinite(config.maxAddressesPerOwner)
               ? config.maxAddressesPerOwner
               : undefined,
+            events: config.events,
           },
           logger,
           { logToStdout, denoFlags: config.grpcChildFlags, books: books.list() },
         )
-        : await startGrpcListener(listen, { books, addresses, logger, gate });
+        : await startGrpcListener(listen, { books, addresses, feed, logger, gate });
     } catch (error) {
       await http.shutdown();
       await storage.close();
@@ -154,6 +160,9 @@ export async function startServer(
           };
         });
       }
+      // Open streams end now, each after the change it is sending (its client resumes from
+      // there elsewhere), or the listeners would wait for them.
+      feed.closeAll();
       await Promise.all([http.shutdown(), grpc?.shutdown()]);
       await storage.close();
       kv.close();

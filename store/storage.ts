@@ -3,7 +3,7 @@ import type { Book } from "../lib/schemas.ts";
 import { isKvFile, openKv } from "./kv/open.ts";
 import { explainKvWait } from "./kv/locks.ts";
 import { guardStorage, type StorageHealth } from "./kv/storage_health.ts";
-import { openStore, type Store } from "./store.ts";
+import { type EventsOptions, openStore, type Store } from "./store.ts";
 import { openWriteLock, type WriteLock } from "./kv/write_lock.ts";
 
 /** What a server opens: the KV handle (closed last), the store over it, and its health. */
@@ -27,6 +27,8 @@ export async function openStorage(options: {
   seedBooks: readonly Book[];
   migrateOnStart: boolean;
   maxAddressesPerOwner: number;
+  /** The change feed's retention and stream limits; absent: the defaults. */
+  events?: EventsOptions | undefined;
   logger: Logger;
   /** Wraps the handle under everything else, the way a failing disk would sit under it (tests). */
   wrapKv?: ((kv: Deno.Kv) => Deno.Kv) | undefined;
@@ -58,6 +60,7 @@ export async function openStorage(options: {
       label,
       migrateOnStart: options.migrateOnStart,
       addresses: { maxPerOwner: options.maxAddressesPerOwner },
+      events: options.events,
       onMigration: (e) => {
         if (e.done) logger.info("storage migrated", { from: e.from, to: e.to });
       },

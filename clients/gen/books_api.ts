@@ -90,6 +90,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/addresses/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream the caller's address changes
+         * @description Server-Sent Events (`text/event-stream`), one event per committed change of the caller's addresses, in commit order, whichever style or process made it: `event:` the type (`created`, `replaced`, `updated`, `deleted`), `id:` the resume token, `data:` an `AddressEvent`. Without `Last-Event-ID` (or `after`) the stream starts with the changes committed after it opened; its first line is an `id:` of that position, so a client that reconnects before any change loses none. A comment line comes at least every 15 s. The stream ends when the token that opened it expires, at shutdown, or when the client reads too slowly; a client resumes with the last id it received. Changes are kept for `EVENTS_RETENTION` (a day by default). Open streams are limited per caller and per server (429 `rate-limited`). Needs the scope `addresses:read`.
+         */
+        get: operations["watchAddresses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/addresses/{id}": {
         parameters: {
             query?: never;
@@ -313,6 +333,19 @@ export interface components {
         };
         AddressExport: {
             addresses: components["schemas"]["Address"][];
+        };
+        /** @description One change of the caller's address book, the `data:` of an event. */
+        AddressEvent: {
+            /** @enum {string} */
+            type: "created" | "replaced" | "updated" | "deleted";
+            /** @example 1 */
+            id: number;
+            address?: components["schemas"]["Address"] & unknown;
+            /**
+             * @description The ETag of that version (the `ETag` header's value); absent for `deleted`.
+             * @example "n5rVYl3K1Zm4Qx0sTq2Wbg"
+             */
+            etag?: string;
         };
         /** @description An address as a create or a replace gives it. Unknown members are ignored; `null` on an optional member means absent, as leaving it out, and is 400 `invalid-field` on a required one. */
         AddressInput: {
@@ -793,6 +826,68 @@ export interface operations {
             };
             /** @description `precondition-required`: no If-Match */
             428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    watchAddresses: {
+        parameters: {
+            query?: {
+                /** @description A resume token: the `id:` of the last event received. The stream starts after that change. A token of another caller, edited or of another server's storage is 400 `invalid-parameter`; one whose following changes are no longer kept is 410 `events-expired` (read the addresses again, then open a stream without a token). */
+                after?: string;
+            };
+            header?: {
+                /** @description A resume token: the `id:` of the last event received. The stream starts after that change. A token of another caller, edited or of another server's storage is 400 `invalid-parameter`; one whose following changes are no longer kept is 410 `events-expired` (read the addresses again, then open a stream without a token). An `EventSource` sends it when it reconnects; it wins over `after`. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream of changes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "created",
+                     *       "id": 1,
+                     *       "address": {
+                     *         "id": 1,
+                     *         "name": "Ada Lovelace",
+                     *         "city": "London",
+                     *         "postalCode": "W1J 7NT"
+                     *       }
+                     *     }
+                     */
+                    "text/event-stream": components["schemas"]["AddressEvent"];
+                };
+            };
+            /** @description `invalid-parameter`: a resume token this server did not issue to the caller */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Errors"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description `events-expired`: the changes after the token are no longer kept */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };

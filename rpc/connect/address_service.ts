@@ -17,6 +17,8 @@ import {
 } from "./address_requests.ts";
 import { callerOf } from "./caller.ts";
 import { stillWanted } from "./deadline.ts";
+import { watchAddresses } from "./address_events.ts";
+import type { AddressFeed } from "../../store/addresses/feed.ts";
 
 /** Response header of a create that replays an earlier one (REST: `Idempotent-Replayed`). */
 export const REPLAYED_HEADER = "idempotent-replayed";
@@ -28,8 +30,13 @@ export const REPLAYED_HEADER = "idempotent-replayed";
  * code REST gives first. A write commits only while the call's deadline has not passed
  * (./deadline.ts; the store asks right before its commit).
  */
-export function addressService(addresses: AddressStore): ServiceImpl<typeof AddressService> {
+export function addressService(
+  addresses: AddressStore,
+  feed?: AddressFeed,
+): ServiceImpl<typeof AddressService> {
   return {
+    watchAddresses: watchAddresses(feed),
+
     async createAddress(request, context) {
       const input = addressInput(request.address);
       const key = requestId(request.requestId);

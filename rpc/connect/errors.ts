@@ -26,6 +26,8 @@ export const GRPC_CODE_OF: Readonly<Record<ErrorCode, Code>> = {
   // AIP-154: an etag that no longer matches is ABORTED (re-read, then retry the change).
   "precondition-failed": Code.Aborted,
   "precondition-required": Code.FailedPrecondition,
+  // AIP-193's code for a position past what is kept (an expired resume token).
+  "events-expired": Code.OutOfRange,
   "payload-too-large": Code.ResourceExhausted,
   "unsupported-media-type": Code.InvalidArgument,
   "idempotency-key-reused": Code.FailedPrecondition,

@@ -4,6 +4,7 @@ import type { Access } from "../../security/access.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { BookStore } from "../../store/books.ts";
 import type { AddressStore } from "../../store/addresses/repository.ts";
+import type { AddressFeed } from "../../store/addresses/feed.ts";
 import { booksService } from "./books_service.ts";
 import { addressService } from "./address_service.ts";
 import { BooksService } from "../gen/books/v1/books_pb.ts";
@@ -34,6 +35,8 @@ const STANDARD_SERVICES = [
 export interface AppStores {
   books: BookStore;
   addresses: AddressStore;
+  /** Live updates (WatchAddresses); absent in listeners of unit tests, which refuse the call. */
+  feed?: AddressFeed | undefined;
 }
 
 /**
@@ -45,7 +48,7 @@ export interface AppStores {
  */
 const ACCESS: ReadonlyMap<string, Exclude<Access, "authenticated">> = new Map([
   [procedureOf(BooksService, BooksService.method.books), "books:read"],
-  ...(["getAddress", "listAddresses"] as const).map((name) =>
+  ...(["getAddress", "listAddresses", "watchAddresses"] as const).map((name) =>
     [procedureOf(AddressService, AddressService.method[name]), "addresses:read"] as const
   ),
   ...(["createAddress", "replaceAddress", "updateAddress", "deleteAddress"] as const).map(
@@ -89,7 +92,7 @@ export function handlerOptions(options: {
 export function appRoutes(stores: AppStores): (router: ConnectRouter) => void {
   return (router) => {
     router.service(BooksService, refusingExpired(booksService(stores.books)));
-    router.service(AddressService, refusingExpired(addressService(stores.addresses)));
+    router.service(AddressService, refusingExpired(addressService(stores.addresses, stores.feed)));
   };
 }
 

@@ -90,7 +90,12 @@ export async function startGrpcListener(
   // Every unary method is answered on its stream by the lean path with the service Connect's
   // router registers (one registration), and whatever it does not take by Connect.
   const unary = recordUnaryMethods(
-    grpcListenerRoutes({ books: deps.books, addresses: deps.addresses, health }),
+    grpcListenerRoutes({
+      books: deps.books,
+      addresses: deps.addresses,
+      feed: deps.feed,
+      health,
+    }),
     options,
   );
   // What each path's service declares, for the gate: taken from the same router that dispatches.

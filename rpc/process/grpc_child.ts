@@ -6,7 +6,12 @@
  * stops gracefully on SIGTERM, or when its stdin closes (the HTTP process is gone), so it never
  * outlives its supervisor.
  */
-import type { AuthConfig, GrpcConnectionConfig, RateLimitConfig } from "../../lib/config.ts";
+import type {
+  AuthConfig,
+  EventsConfig,
+  GrpcConnectionConfig,
+  RateLimitConfig,
+} from "../../lib/config.ts";
 import { ConfigError } from "../../lib/config_error.ts";
 import type { Book } from "../../lib/schemas.ts";
 import { openGate } from "../../security/gate.ts";
@@ -39,6 +44,8 @@ export interface GrpcChildConfig extends Partial<GrpcConnectionConfig> {
    * Infinity, which would arrive as null).
    */
   maxAddressesPerOwner?: number;
+  /** The change feed's settings, as the HTTP process read them. */
+  events?: EventsConfig;
   /**
    * The supervisor writes the catalogue it serves to stdin, as one line of JSON, which seeds KV
    * should it not be seeded yet; else the child reads and checks `booksFile` itself.
@@ -77,6 +84,7 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
     seedBooks,
     migrateOnStart: false,
     maxAddressesPerOwner: config.maxAddressesPerOwner ?? Infinity,
+    events: config.events,
     logger,
   });
   const closeStorage = async () => {
@@ -92,7 +100,7 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
       handshakeTimeoutMs: config.handshakeTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
     },
-    { books: store.books, addresses: store.addresses, logger, gate },
+    { books: store.books, addresses: store.addresses, feed: store.feed, logger, gate },
   ).catch(async (error) => {
     await closeStorage();
     throw error;
@@ -107,6 +115,8 @@ async function runChild(config: GrpcChildConfig): Promise<void> {
   const stop = async (code = 0) => {
     if (stopping) return;
     stopping = true;
+    // Open streams end first, each after the change it is sending, or the drain would wait.
+    store.feed.closeAll();
     await listener.shutdown();
     await closeStorage();
     logger.flush();

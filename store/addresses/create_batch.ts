@@ -17,6 +17,8 @@ import {
 } from "./keys.ts";
 import { newVersionEtag } from "../../lib/http/etag.ts";
 import type { PageTokens } from "./page_tokens.ts";
+import type { ChangeLog } from "./change_log.ts";
+import { WriteRecorder } from "./prepared_write.ts";
 import { atomicBudget, type Cost } from "../kv/atomic_budget.ts";
 import { backoffDelay, DEFAULT_RETRY, sleep, withKvRetry } from "../kv/retry.ts";
 import { type Created, settleStoredKeys, type Waiter, type WriteOptions } from "./idempotency.ts";
@@ -47,6 +49,8 @@ export interface AddressStoreOptions {
   guard?: LayoutGuard;
   /** The KV's page tokens (store.ts reads the key at start-up); absent: made on first use. */
   pageTokens?: PageTokens;
+  /** What every write commits through (one per process); absent: the store opens its own. */
+  changeLog?: ChangeLog;
 }
 
 // Besides its creations a batch checks the layout (one check spare); each owner's count is part
@@ -63,11 +67,12 @@ function costOf(w: Waiter, newOwner: boolean, limited: boolean): Cost {
   const keyed = w.key === undefined ? 0 : 1;
   const counted = newOwner ? 1 : 0;
   const ownerBytes = w.owner.length * 3;
+  // The change it makes (change_log.ts) is one more copy of the address, and one more key.
   return {
-    mutations: 2 + keyed + counted,
+    mutations: 3 + keyed + counted,
     checks: 1 + keyed + (limited ? counted : 0),
-    valueBytes: (2 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 160),
-    keyBytes: 3 * ownerBytes + 96 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
+    valueBytes: (3 + keyed) * (fields + ownerBytes + (w.key?.length ?? 0) + 160),
+    keyBytes: 4 * ownerBytes + 128 + keyed * (ownerBytes + (w.key?.length ?? 0) + 32) +
       counted * (ownerBytes + 32),
   };
 }
@@ -99,9 +104,10 @@ async function heldAmong(kv: Deno.Kv, ids: readonly number[]): Promise<number[]>
  */
 export function createIdAllocator(
   kv: Deno.Kv,
-  options: AddressStoreOptions,
+  options: AddressStoreOptions & { log: ChangeLog },
   sweeper: KeySweeper,
 ) {
+  const log = options.log;
   const maxBatch = options.maxBatch ?? 200;
   const maxConflicts = options.maxConflicts ?? 50;
   const maxPerOwner = options.maxPerOwner ?? DEFAULT_MAX_ADDRESSES_PER_OWNER;
@@ -165,7 +171,8 @@ export function createIdAllocator(
       batch = stillWanted(batch);
       if (batch.length === 0) return;
       const used = ids.slice(0, batch.length);
-      const op = guard.check(kv.atomic());
+      const op = new WriteRecorder();
+      guard.check(op);
       const after = new Map<string, number>();
       for (const w of batch) after.set(w.owner, (after.get(w.owner) ?? 0) + delta(w));
       for (const [owner, added] of after) {
@@ -192,7 +199,11 @@ export function createIdAllocator(
         }
         return { address, etag };
       });
-      const result = await withKvRetry(() => op.commit());
+      const changes = stored.map(({ address, etag }, i) => ({
+        owner: batch[i]!.owner,
+        change: { type: "created" as const, id: address.id, address, etag },
+      }));
+      const result = await log.commit(op.prepare(changes));
       if (result.ok) {
         blocks.drop(used);
         stored.forEach((s, i) => batch[i]!.resolve({ ...s, replayed: false }));

@@ -12,6 +12,8 @@ import { atomicBudget, keySize } from "../kv/atomic_budget.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import type { LayoutGuard } from "../layout/layout.ts";
 import { countOf, setCount } from "./quota.ts";
+import type { ChangeLog } from "./change_log.ts";
+import { WriteRecorder } from "./prepared_write.ts";
 import type { OwnerPages } from "./owner_pages.ts";
 
 /** An owner's data as a whole: their export, and their erasure. */
@@ -45,11 +47,12 @@ export async function* ownerAddresses(
  */
 async function eraseBatch<T>(
   kv: Deno.Kv,
-  guard: LayoutGuard,
+  { guard, log }: { guard: LayoutGuard; log: ChangeLog },
   owner: string,
   selector: Deno.KvListSelector,
   also: (entry: Deno.KvEntry<T>) => Deno.KvKey[],
   released: (entry: Deno.KvEntry<T>) => number,
+  deletedId?: (entry: Deno.KvEntry<T>) => number,
 ): Promise<Deno.KvEntry<T>[]> {
   for (;;) {
     const entries: Deno.KvEntry<T>[] = [];
@@ -60,13 +63,17 @@ async function eraseBatch<T>(
       for await (const e of kv.list<T>(selector, { limit: 100 })) {
         const keys = [e.key, ...also(e)];
         const keyBytes = keys.reduce((n, k) => n + keySize(k), 0);
-        if (!budget.take({ checks: 1, mutations: keys.length, keyBytes })) break;
+        // With an address, the change that says it was deleted (change_log.ts).
+        const changed = deletedId === undefined ? 0 : 1;
+        const cost = { checks: 1, mutations: keys.length + changed, keyBytes: keyBytes * 2 };
+        if (!budget.take(cost)) break;
         entries.push(e);
       }
     });
     if (entries.length === 0) return entries;
     const count = await withKvRetry(() => kv.get<Deno.KvU64>(countKey(owner)));
-    const op = guard.check(kv.atomic()).check(count);
+    const op = new WriteRecorder();
+    guard.check(op).check(count);
     let units = 0;
     for (const e of entries) {
       op.check(e).delete(e.key);
@@ -74,7 +81,10 @@ async function eraseBatch<T>(
       units += released(e);
     }
     setCount(op, owner, countOf(count) - units);
-    if ((await withKvRetry(() => op.commit())).ok) return entries;
+    const changes = deletedId === undefined
+      ? []
+      : entries.map((e) => ({ owner, change: { type: "deleted" as const, id: deletedId(e) } }));
+    if ((await log.commit(op.prepare(changes))).ok) return entries;
     // A concurrent write of this owner: read the batch again.
     await guard.afterConflict();
   }
@@ -87,7 +97,12 @@ async function eraseBatch<T>(
  * A creation racing the erasure either lands before a batch reads its range (and is erased) or
  * after (and stays); the count stays exact either way.
  */
-export async function eraseOwner(kv: Deno.Kv, guard: LayoutGuard, owner: string): Promise<number> {
+export async function eraseOwner(
+  kv: Deno.Kv,
+  guard: LayoutGuard,
+  log: ChangeLog,
+  owner: string,
+): Promise<number> {
   let erased = 0;
   const prefix = ownerPrefix(owner);
   let after = 0;
@@ -95,11 +110,12 @@ export async function eraseOwner(kv: Deno.Kv, guard: LayoutGuard, owner: string)
     const selector = after > 0 ? { prefix, start: ownerKey(owner, after + 1) } : { prefix };
     const batch = await eraseBatch<IndexEntry>(
       kv,
-      guard,
+      { guard, log },
       owner,
       selector,
       (e) => [addressKey(e.key[2] as number)],
       () => 1,
+      (e) => e.key[2] as number,
     );
     if (batch.length === 0) break;
     erased += batch.length;
@@ -110,7 +126,7 @@ export async function eraseOwner(kv: Deno.Kv, guard: LayoutGuard, owner: string)
   while (
     (await eraseBatch<IdempotencyRecord>(
       kv,
-      guard,
+      { guard, log },
       owner,
       keys,
       () => [],

@@ -79,8 +79,22 @@ function invalid(): AppError {
   );
 }
 
-/** The page tokens of the listings on `kv`, with its key (read or made at first use). */
-export function pageTokens(kv: Deno.Kv): PageTokens {
+/** What a kind of token resumes, and how a bad one is refused. */
+export interface TokenKind {
+  /** Part of the digest: a token of one kind is refused as another. */
+  listing: string;
+  /** The lowest position a token may hold. */
+  first: number;
+  invalid(): AppError;
+}
+
+const PAGES: TokenKind = { listing: LISTING, first: 1, invalid };
+
+/**
+ * The page tokens of the listings on `kv`, with its key (read or made at first use); with `kind`,
+ * tokens of another position on the same key (the change feed's resume tokens).
+ */
+export function pageTokens(kv: Deno.Kv, kind: TokenKind = PAGES): PageTokens {
   let loading: Promise<{ seal: (b: Uint8Array) => Buffer; open: (b: Uint8Array) => Buffer }>;
   let loaded = false;
   const digests = new Map<string, Uint8Array>();
@@ -106,7 +120,7 @@ export function pageTokens(kv: Deno.Kv): PageTokens {
   function digestOf(owner: string): Uint8Array {
     let digest = digests.get(owner);
     if (digest === undefined) {
-      digest = createHash("sha256").update(`${LISTING}\0${owner}`).digest()
+      digest = createHash("sha256").update(`${kind.listing}\0${owner}`).digest()
         .subarray(0, BLOCK - ID_BYTES);
       if (digests.size >= 1024) digests.clear();
       digests.set(owner, digest);
@@ -143,16 +157,16 @@ export function pageTokens(kv: Deno.Kv): PageTokens {
     },
     afterEach: sealed,
     async position(owner, token) {
-      if (!TOKEN.test(token)) throw invalid();
+      if (!TOKEN.test(token)) throw kind.invalid();
       const bytes = Buffer.from(token, "base64url");
       // Base64url's last character has bits that decode to nothing: only the canonical spelling.
-      if (bytes.length !== BLOCK || bytes.toString("base64url") !== token) throw invalid();
+      if (bytes.length !== BLOCK || bytes.toString("base64url") !== token) throw kind.invalid();
       const { open } = await ciphers();
       const block = open(bytes);
-      if (!timingSafeEqual(block.subarray(ID_BYTES), digestOf(owner))) throw invalid();
+      if (!timingSafeEqual(block.subarray(ID_BYTES), digestOf(owner))) throw kind.invalid();
       let id = 0;
       for (let i = 0; i < ID_BYTES; i++) id = id * 256 + block[i]!;
-      if (id < 1 || id > MAX_ID) throw invalid();
+      if (id < kind.first || id > MAX_ID) throw kind.invalid();
       return id;
     },
     ready: async () => {

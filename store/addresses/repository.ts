@@ -30,6 +30,8 @@ import { newVersionEtag, type Precondition } from "../../lib/http/etag.ts";
 import { pageTokens } from "./page_tokens.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { NO_GUARD } from "../layout/layout.ts";
+import { type ChangeType, DEFAULT_RETENTION_MS, openChangeLog } from "./change_log.ts";
+import { WriteRecorder } from "./prepared_write.ts";
 import {
   addToCount,
   countForCreate,
@@ -174,7 +176,9 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   const sweeper = createKeySweeper(kv, guard);
   const pages = ownerPages(kv);
   const tokens = options.pageTokens ?? pageTokens(kv);
-  const create = deduplicateInFlight(createIdAllocator(kv, options, sweeper).allocate);
+  const log = options.changeLog ??
+    openChangeLog(kv, { retentionMs: DEFAULT_RETENTION_MS, guard: NO_GUARD.check });
+  const create = deduplicateInFlight(createIdAllocator(kv, { ...options, log }, sweeper).allocate);
 
   function read(id: number) {
     return withKvRetry(() => kv.get<AddressRecord>(addressKey(id)));
@@ -191,14 +195,16 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   async function replace(
     entry: Deno.KvEntry<AddressRecord>,
     address: Address,
+    type: ChangeType,
     options: WriteOptions,
   ): Promise<StoredAddress | null> {
     const etag = newVersionEtag();
     const record: AddressRecord = { ...entry.value, v: RECORD_VERSION, address, etag };
+    const op = new WriteRecorder();
+    setAddress(guard.check(op).check(entry), record);
+    const change = { type, id: address.id, address, etag };
     options.wanted?.();
-    const result = await withKvRetry(() =>
-      setAddress(guard.check(kv.atomic()).check(entry), record).commit()
-    );
+    const result = await log.commit(op.prepare([{ owner: record.owner, change }]));
     if (result.ok) return { address, etag };
     await guard.afterConflict();
     return null;
@@ -221,7 +227,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       }
       checkExpected(expected, entry.value.etag, id);
       const updated = replaceV1(entry.value.address, input);
-      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, updated, options);
+      const stored = await replace(
+        entry as Deno.KvEntry<AddressRecord>,
+        updated,
+        "replaced",
+        options,
+      );
       if (stored) return { ...stored, created: false };
       // Changed or deleted between read and write: the precondition is evaluated again on what
       // is there now (without one, the latest state decides again).
@@ -242,7 +253,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       );
       if (entry.value !== null && entry.value.owner === owner) {
         checkExpected(expected, entry.value.etag, id);
-        const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address, options);
+        const stored = await replace(
+          entry as Deno.KvEntry<AddressRecord>,
+          address,
+          "replaced",
+          options,
+        );
         if (stored) return { ...stored, created: false };
         continue;
       }
@@ -259,10 +275,8 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       }
       const etag = newVersionEtag();
       const record: AddressRecord = { v: RECORD_VERSION, owner, address, etag };
-      const op = setAddress(
-        guard.check(kv.atomic()).check({ key: addressKey(id), versionstamp: null }),
-        record,
-      );
+      const op = new WriteRecorder();
+      setAddress(guard.check(op).check({ key: addressKey(id), versionstamp: null }), record);
       // Above the counter: the counter moves to the id in the operation that checks it.
       moveCounter(op, counter, id);
       if (limited) {
@@ -270,8 +284,9 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
         op.check(count);
         setCount(op, owner, countOf(count) + 1);
       } else addToCount(op, owner, 1);
+      const change = { type: "created" as const, id, address, etag };
       options.wanted?.();
-      const result = await withKvRetry(() => op.commit());
+      const result = await log.commit(op.prepare([{ owner, change }]));
       if (result.ok) return { address, etag, created: true };
       await guard.afterConflict();
     }
@@ -292,7 +307,12 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       const address = addressAt(id, change(current));
       // Nothing changes: no write, and the ETag stays.
       if (sameAddress(address, current)) return { address: current, etag: entry.value.etag };
-      const stored = await replace(entry as Deno.KvEntry<AddressRecord>, address, options);
+      const stored = await replace(
+        entry as Deno.KvEntry<AddressRecord>,
+        address,
+        "updated",
+        options,
+      );
       if (stored) return stored;
     }
   }
@@ -313,8 +333,8 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       );
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
       checkExpected(expected, entry.value.etag, id);
-      const op = guard.check(kv.atomic()).check(entry)
-        .delete(addressKey(id)).delete(ownerKey(owner, id));
+      const op = new WriteRecorder();
+      guard.check(op).check(entry).delete(addressKey(id)).delete(ownerKey(owner, id));
       const keyHolds = await orphanKeyOf(kv, op, entry as Deno.KvEntry<AddressRecord>);
       const left = countOf(count) - (keyHolds ? 0 : 1);
       // The count is summed, unchecked, with a quota or without: a deletion only lowers it, so it
@@ -325,7 +345,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       if (left > 0) addToCount(op, owner, left - countOf(count));
       else setCount(op.check(count), owner, left);
       options.wanted?.();
-      const result = await withKvRetry(() => op.commit());
+      const result = await log.commit(op.prepare([{ owner, change: { type: "deleted", id } }]));
       if (result.ok) return;
       await guard.afterConflict();
     }
@@ -384,6 +404,6 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
       if (refused) throw refused;
       yield* ownerAddresses(pages, owner);
     },
-    erase: owned((owner) => eraseOwner(kv, guard, owner)),
+    erase: owned((owner) => eraseOwner(kv, guard, log, owner)),
   };
 }

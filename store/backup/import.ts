@@ -24,7 +24,14 @@ import {
 } from "./format.ts";
 import { getAll } from "../kv/read.ts";
 import { withKvRetry } from "../kv/retry.ts";
-import type { LayoutGuard } from "../layout/layout.ts";
+import { type LayoutGuard, NO_GUARD } from "../layout/layout.ts";
+import {
+  type Change,
+  type ChangeLog,
+  DEFAULT_RETENTION_MS,
+  openChangeLog,
+} from "../addresses/change_log.ts";
+import { WriteRecorder } from "../addresses/prepared_write.ts";
 import { openLayout } from "../layout/migrate.ts";
 
 /** What to do with an address whose id the target holds with other contents. */
@@ -197,12 +204,13 @@ async function scan(
 /** The cost of one address in a write batch (the count's sum only for an owner new to it). */
 function costOf(p: Pending, newOwner: boolean): Cost {
   const { owner, address } = p.entry;
+  // With the change that says it was created (change_log.ts): a third copy, a third key.
   return {
     checks: 1,
-    mutations: 2 + (newOwner ? 1 : 0),
-    keyBytes: keySize(addressKey(address.id)) + keySize(ownerKey(owner, address.id)) +
+    mutations: 3 + (newOwner ? 1 : 0),
+    keyBytes: keySize(addressKey(address.id)) + 2 * keySize(ownerKey(owner, address.id)) +
       (newOwner ? keySize(countKey(owner)) : 0),
-    valueBytes: 2 * valueSize({ v: RECORD_VERSION, owner, address, etag: newVersionEtag() }),
+    valueBytes: 3 * valueSize({ v: RECORD_VERSION, owner, address, etag: newVersionEtag() }),
   };
 }
 
@@ -215,14 +223,16 @@ function costOf(p: Pending, newOwner: boolean): Cost {
  */
 async function writeBatch(
   kv: Deno.Kv,
-  guard: LayoutGuard,
+  { guard, log }: { guard: LayoutGuard; log: ChangeLog },
   batch: Pending[],
   onConflict: OnConflict,
 ): Promise<{ written: number; present: number; skipped: number }> {
   for (;;) {
     const stored = await getAll(kv, batch.map((p) => addressKey(p.entry.address.id)));
-    const op = guard.check(kv.atomic());
+    const op = new WriteRecorder();
+    guard.check(op);
     const counts = new Map<string, number>();
+    const changes: { owner: string; change: Change }[] = [];
     let written = 0, present = 0, skipped = 0;
     batch.forEach((p, i) => {
       const entry = stored[i]!;
@@ -242,12 +252,16 @@ async function writeBatch(
       const record: AddressRecord = { v: RECORD_VERSION, owner, address, etag: newVersionEtag() };
       if (p.entry.key !== undefined) record.key = p.entry.key;
       setAddress(op.check({ key: entry.key, versionstamp: null }), record);
+      changes.push({
+        owner,
+        change: { type: "created", id: address.id, address, etag: record.etag },
+      });
       counts.set(owner, (counts.get(owner) ?? 0) + 1);
       written++;
     });
     if (written === 0) return { written, present, skipped };
     for (const [owner, n] of counts) op.sum(countKey(owner), BigInt(n));
-    if ((await withKvRetry(() => op.commit())).ok) return { written, present, skipped };
+    if ((await log.commit(op.prepare(changes))).ok) return { written, present, skipped };
     await guard.afterConflict();
   }
 }
@@ -318,11 +332,21 @@ export async function importKv(
   kv: Deno.Kv,
   label: string,
   open: () => Promise<ReadableStream<Uint8Array>>,
-  options: { onConflict?: OnConflict; onProgress?: (p: ImportProgress) => void } = {},
+  options: {
+    onConflict?: OnConflict;
+    onProgress?: (p: ImportProgress) => void;
+    /** How long the changes the import makes are kept (`EVENTS_RETENTION`). */
+    retentionMs?: number;
+  } = {},
 ): Promise<ImportSummary> {
   const onConflict = options.onConflict ?? "fail";
   const onProgress = options.onProgress ?? (() => {});
   const guard = await openLayout(kv, label, { migrateOnStart: false });
+  // Every address it writes is a change servers on the KV stream (a creation).
+  const log = openChangeLog(kv, {
+    retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS,
+    guard: NO_GUARD.check,
+  });
   const checked = await scan(kv, await open(), onProgress);
   if (checked.conflictCount > 0 && onConflict === "fail") {
     const first = checked.conflicts.map((c) => `line ${c.line} (id ${c.id})`).join(", ");
@@ -351,7 +375,7 @@ export async function importKv(
   let budget = atomicBudget();
   let owners = new Set<string>();
   const flush = async () => {
-    const done = await writeBatch(kv, guard, batch, onConflict);
+    const done = await writeBatch(kv, { guard, log }, batch, onConflict);
     summary.written += done.written;
     summary.present += done.present;
     summary.skipped += done.skipped;

@@ -16,7 +16,7 @@ export const LAYOUT_KEY: Deno.KvKey = ["meta", "layout"];
 export const MIGRATION_KEY: Deno.KvKey = ["meta", "migration"];
 
 /** The layout this code reads and writes. */
-export const CURRENT_LAYOUT = 4;
+export const CURRENT_LAYOUT = 5;
 
 /** The value of the layout key. */
 export interface LayoutValue {

@@ -15,6 +15,7 @@ import { withKvRetry } from "../kv/retry.ts";
 import { MIGRATION_V2 } from "./migration_v2.ts";
 import { MIGRATION_V3 } from "./migration_v3.ts";
 import { MIGRATION_V4 } from "./migration_v4.ts";
+import { MIGRATION_V5 } from "./migration_v5.ts";
 
 /** One layout change: from `to - 1` to `to`, in bounded batches. */
 export interface MigrationStep {
@@ -36,7 +37,12 @@ export interface MigrationStep {
 }
 
 /** Every migration, by the layout it produces. */
-const STEPS: readonly MigrationStep[] = [MIGRATION_V2, MIGRATION_V3, MIGRATION_V4];
+const STEPS: readonly MigrationStep[] = [
+  MIGRATION_V2,
+  MIGRATION_V3,
+  MIGRATION_V4,
+  MIGRATION_V5,
+];
 
 /** `["meta", "migration"]` while a migration runs: how far it got. */
 interface MigrationProgress {

@@ -69,6 +69,15 @@ import {
   named,
 } from "../support/requests.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
+import {
+  graphqlWatchDoor,
+  type ReceivedEvent,
+  rpcWatchDoor,
+  sseDoor,
+  type Watch,
+  type WatchDoor,
+} from "../support/event_doors.ts";
+import { grpcWebTransport } from "../support/rpc_clients.ts";
 import { hsToken, SECRET } from "../support/tokens.ts";
 import { MAX_BLOCK } from "../../store/addresses/id_blocks.ts";
 
@@ -474,6 +483,61 @@ class Restart implements fc.AsyncCommand<Model, Real> {
   toString = () => "restart";
 }
 
+/** The styles a subscriber reads the feed through (REST, gRPC, gRPC-Web, GraphQL), in turn. */
+const WATCH_STYLES: ((real: Real, token: string) => WatchDoor)[] = [
+  (real, token) => sseDoor(real.server.httpUrl, token),
+  (real, token) => rpcWatchDoor("gRPC", rpcTransport(real.server, "gRPC"), token),
+  (real, token) => rpcWatchDoor("gRPC-Web", grpcWebTransport(real.server.httpUrl, "1.1"), token),
+  (real, token) => graphqlWatchDoor(real.server.httpUrl, token),
+];
+
+/**
+ * An owner's subscriber, open from the start of a sequence: it keeps every change the feed
+ * delivers, and after a restart resumes on the new server from the last token it received. At the
+ * end, replaying its changes must give exactly the owner's stored addresses, with their etags.
+ */
+class Subscriber {
+  events: ReceivedEvent[] = [];
+  token: string | undefined;
+  watch: Watch | undefined;
+  constructor(readonly open: (real: Real) => WatchDoor) {}
+
+  async start(real: Real) {
+    const outcome = await this.open(real).open(this.token);
+    if (!outcome.ok) throw new Error(`subscriber refused: ${outcome.code}`);
+    this.watch = outcome.value;
+    this.token ??= outcome.value.opened;
+  }
+
+  /**
+   * Takes what is delivered, resuming on the running server after a restart, until `done` says
+   * it has what it expects (then a moment more, for anything extra), or the feed stays quiet.
+   */
+  async catchUp(real: Real, done: () => boolean) {
+    for (let quiet = done() ? 50 : 2000;; quiet = done() ? 50 : 2000) {
+      const event = await this.watch!.next(quiet);
+      if (event !== undefined) {
+        this.events.push(event);
+        this.token = event.token;
+        continue;
+      }
+      if (!this.watch!.ended) return;
+      // The server it read from was restarted: resume on the one running now.
+      await this.start(real);
+    }
+  }
+
+  /** The addresses the changes leave, by ascending id, each with its etag. */
+  replayed(): (Address & { etag: string })[] {
+    const book = new Map<number, Address & { etag: string }>();
+    for (const e of this.events) {
+      if (e.type === "deleted") book.delete(e.id);
+      else book.set(e.id, { ...e.address!, etag: e.etag! });
+    }
+    return [...book.values()].sort((a, b) => a.id - b.id);
+  }
+}
+
 /**
  * A patch of some fields of a valid address (none: a patch that changes nothing), and `null` on
  * some optional fields (removing them).
@@ -596,8 +660,22 @@ Deno.test("address book model: random operations through REST, GraphQL and gRPC 
         await hsToken({ sub: `alice-${count}`, scope }),
         await hsToken({ sub: `bob-${count}`, scope }),
       ];
-      await fc.asyncModelRun(() => ({ model: newModel(ids), real }), cmds);
+      const watchStyle = WATCH_STYLES[count % WATCH_STYLES.length]!;
+      const subscribers = real.tokens.map((t) => new Subscriber((r) => watchStyle(r, t)));
+      for (const s of subscribers) await s.start(real);
+      let model: Model | undefined;
+      await fc.asyncModelRun(() => ({ model: model = newModel(ids), real }), cmds);
       steps += [...cmds].length;
+      // Each owner's feed, replayed, is what the owner has stored: nothing lost, nothing twice.
+      for (const [who, subscriber] of subscribers.entries()) {
+        const stored = [...model!.books[who as Owner].values()]
+          .map((e) => ({ ...e.address, etag: e.etag }))
+          .sort((a, b) => a.id - b.id);
+        const same = () => JSON.stringify(subscriber.replayed()) === JSON.stringify(stored);
+        await subscriber.catchUp(real, same);
+        await subscriber.watch!.close();
+        assert.deepEqual(subscriber.replayed(), stored, `${OWNER_NAMES[who]}'s feed, replayed`);
+      }
     },
   );
   const path = Deno.env.get("FUZZ_PATH");

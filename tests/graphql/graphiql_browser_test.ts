@@ -14,7 +14,8 @@ const CHECK = new URL("../support/graphiql_check.ts", import.meta.url).pathname;
  * offline: all its scripts and styles come from this server.
  */
 Deno.test({
-  name: "GraphiQL runs the books query in headless Chromium with no other host reachable",
+  name:
+    "GraphiQL runs the books query and a subscription in headless Chromium with no other host reachable",
   ignore: !CHROMIUM_PRESENT,
   fn: async () => {
     const server = await startTestServer();
@@ -32,6 +33,11 @@ Deno.test({
       assert.deepEqual(report.problems, []);
       assert.ok(report.requests.includes("GET /graphql/assets/graphiql.min.js"));
       assert.ok(report.requests.includes("POST /graphql"));
+      // The subscription ran from the page, over its own assets, and showed the change.
+      assert.ok(report.requests.includes("GET /graphql/assets/graphql-sse.min.js"));
+      const shown = JSON.parse(report.streamed);
+      assert.equal(shown.data.addressEvents.type, "CREATED");
+      assert.equal(shown.data.addressEvents.id, String(report.createdId));
     } finally {
       await server.close();
     }

@@ -183,10 +183,13 @@ Deno.test("GraphQL over a socket", async (t) => {
           'Cannot query field "books" on type "Mutation".',
         );
         const subscription = await post(base, { query: "subscription { books { title } }" });
-        assert.match(
+        assert.equal(
           assertErrors(subscription, 200, "invalid-parameter")[0]!.message,
-          /no subscription type; operations are query and mutation operations only/,
+          'Cannot query field "books" on type "Subscription".',
         );
+        // A valid subscription over plain JSON: it is served as a stream of events only.
+        const plain = await post(base, { query: "subscription { addressEvents { id } }" });
+        assertErrors(plain, 406, "not-acceptable");
       },
     );
 

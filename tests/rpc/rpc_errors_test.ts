@@ -85,6 +85,8 @@ Deno.test("every application error code has a gRPC status matching its HTTP stat
   // etag that no longer matches: ABORTED, as AIP-154 says, the client re-reads and retries).
   // A quota is a 409 in HTTP (the caller's state conflicts) and RESOURCE_EXHAUSTED in gRPC,
   // whose definition names per-user quotas; 428 (confirmation missing) is a failed precondition.
+  // A resume token past what is kept (410) asks for a position outside the range there is:
+  // OUT_OF_RANGE, as gRPC defines it for reading past the end.
   const byHttp: Record<number, Code[]> = {
     400: [Code.InvalidArgument],
     401: [Code.Unauthenticated],
@@ -93,6 +95,7 @@ Deno.test("every application error code has a gRPC status matching its HTTP stat
     405: [Code.Unimplemented],
     406: [Code.InvalidArgument],
     409: [Code.AlreadyExists, Code.Aborted, Code.ResourceExhausted],
+    410: [Code.OutOfRange],
     412: [Code.Aborted],
     413: [Code.ResourceExhausted],
     415: [Code.InvalidArgument],

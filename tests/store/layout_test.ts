@@ -292,7 +292,7 @@ function layout3Now(): Layout3Fixture["entries"] {
   );
 }
 
-Deno.test("the previous layout (3, the fixture): migrated to 4, each version gets an ETag of its own, replays answer the ETag of what they created", async () => {
+Deno.test("the previous layout (3, the fixture): migrated to the current layout, each version gets an ETag of its own, replays answer the ETag of what they created", async () => {
   const { dir, path } = await tempKv();
   try {
     const loaded = layout3Now();
@@ -300,14 +300,14 @@ Deno.test("the previous layout (3, the fixture): migrated to 4, each version get
     const refused = await refusedStart({ KV_PATH: path });
     assert.equal(
       refused.line,
-      `the KV (${path}) has storage layout 3; this version needs layout 4: run ` +
+      `the KV (${path}) has storage layout 3; this version needs layout ${CURRENT_LAYOUT}: run ` +
         "`deno task migrate` first, or start with MIGRATE_ON_START=true",
     );
     const migrated = await runTool("migrate", [], { KV_PATH: path });
     assert.equal(migrated.code, 0, migrated.stderr);
-    assert.match(migrated.stderr, /is at layout 4 now \(was 3\)/);
+    assert.match(migrated.stderr, new RegExp(`is at layout ${CURRENT_LAYOUT} now \\(was 3\\)`));
     const entries = await dumpFile(path);
-    assert.deepEqual(layoutOf(entries), { version: 4 });
+    assert.deepEqual(layoutOf(entries), { version: CURRENT_LAYOUT });
     // Only the ETags (and the key records' schema version) are new; an orphan's versionstamp went.
     const shape = (all: DumpedEntry[]) =>
       all.filter((e) => e.key[0] !== "meta").map((e) => {
@@ -382,7 +382,7 @@ Deno.test("the previous layout (3, the fixture): migrated to 4, each version get
       await server.stop();
     }
     const again = await runTool("migrate", [], { KV_PATH: path });
-    assert.match(again.stderr, /is at layout 4 already/);
+    assert.match(again.stderr, new RegExp(`is at layout ${CURRENT_LAYOUT} already`));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -17,6 +17,10 @@ export interface GraphiqlReport extends PageRecord {
   shown: string;
   /** True when GraphiQL's introspection query answered without errors. */
   schemaLoaded: boolean;
+  /** The result pane while a subscription runs, after an address was created meanwhile. */
+  streamed: string;
+  /** The id of that address. */
+  createdId: number;
 }
 
 const RESULT_EDITOR = ".result-window .CodeMirror";
@@ -28,6 +32,16 @@ type PageGlobal = any;
 
 function resultText(selector: string): string {
   return (globalThis as PageGlobal).document.querySelector(selector)?.CodeMirror?.getValue() ?? "";
+}
+
+function setQuery(query: string): void {
+  (globalThis as PageGlobal).document.querySelector(".graphiql-query-editor .CodeMirror").CodeMirror
+    .setValue(query);
+}
+
+function resultIncludes([selector, text]: string[]): boolean {
+  const editor = (globalThis as PageGlobal).document.querySelector(selector)?.CodeMirror;
+  return (editor?.getValue() ?? "").includes(text);
 }
 
 function resultShowsBooks(selector: string): boolean {
@@ -43,12 +57,16 @@ async function checkGraphiql(base: string): Promise<GraphiqlReport> {
     problems: [],
     shown: "",
     schemaLoaded: false,
+    streamed: "",
+    createdId: 0,
   };
   const { browser, page } = await openOfflinePage(base, report);
   try {
     const answers: Promise<string>[] = [];
     page.on("response", (response) => {
-      if (response.request().method() === "POST") answers.push(response.text());
+      // A subscription's stream never ends while the page is open: not read here.
+      const streamed = response.headers()["content-type"]?.startsWith("text/event-stream");
+      if (response.request().method() === "POST" && !streamed) answers.push(response.text());
     });
 
     const response = await page.goto(`${base}/graphql`);
@@ -59,6 +77,19 @@ async function checkGraphiql(base: string): Promise<GraphiqlReport> {
     report.shown = await page.evaluate(resultText, RESULT_EDITOR);
     const bodies = await Promise.all(answers);
     report.schemaLoaded = bodies.some((b) => b.includes('"__schema"') && !b.includes('"errors"'));
+
+    // A subscription: it opens (its position shows), then a change made meanwhile shows.
+    await page.evaluate(setQuery, "subscription { addressEvents { type id cursor } }");
+    await page.click(".graphiql-execute-button");
+    await page.waitForFunction(resultIncludes, [RESULT_EDITOR, '"OPENED"'], { timeout: 30_000 });
+    const created = await fetch(`${base}/addresses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "Grace Hopper", city: "New York", postalCode: "10001" }),
+    });
+    report.createdId = (await created.json()).id;
+    await page.waitForFunction(resultIncludes, [RESULT_EDITOR, '"CREATED"'], { timeout: 30_000 });
+    report.streamed = await page.evaluate(resultText, RESULT_EDITOR);
     return report;
   } finally {
     await browser.close();

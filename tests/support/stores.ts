@@ -28,6 +28,7 @@ export function stubStore(
       },
       erase: address,
     },
+    feed: { open: address, closeAll: () => {}, size: 0 },
     ping,
   };
 }

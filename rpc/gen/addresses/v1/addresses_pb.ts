@@ -6,8 +6,8 @@
 // @generated from file addresses/v1/addresses.proto (package addresses.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { EmptySchema, FieldMask } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_empty, file_google_protobuf_field_mask } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file addresses/v1/addresses.proto.
  */
 export const file_addresses_v1_addresses: GenFile = /*@__PURE__*/
-  fileDesc("ChxhZGRyZXNzZXMvdjEvYWRkcmVzc2VzLnByb3RvEgxhZGRyZXNzZXMudjEiVAoHQWRkcmVzcxIKCgJpZBgBIAEoAxIMCgRuYW1lGAIgASgJEgwKBGNpdHkYAyABKAkSEwoLcG9zdGFsX2NvZGUYBCABKAkSDAoEZXRhZxgFIAEoCSJSChRDcmVhdGVBZGRyZXNzUmVxdWVzdBImCgdhZGRyZXNzGAEgASgLMhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSEgoKcmVxdWVzdF9pZBgCIAEoCSIfChFHZXRBZGRyZXNzUmVxdWVzdBIKCgJpZBgBIAEoAyI9ChRMaXN0QWRkcmVzc2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJaChVMaXN0QWRkcmVzc2VzUmVzcG9uc2USKAoJYWRkcmVzc2VzGAEgAygLMhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlkKFVJlcGxhY2VBZGRyZXNzUmVxdWVzdBIKCgJpZBgBIAEoAxImCgdhZGRyZXNzGAIgASgLMhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSDAoEZXRhZxgDIAEoCSKJAQoUVXBkYXRlQWRkcmVzc1JlcXVlc3QSCgoCaWQYASABKAMSJgoHYWRkcmVzcxgCIAEoCzIVLmFkZHJlc3Nlcy52MS5BZGRyZXNzEi8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIMCgRldGFnGAQgASgJIjAKFERlbGV0ZUFkZHJlc3NSZXF1ZXN0EgoKAmlkGAEgASgDEgwKBGV0YWcYAiABKAky4wMKDkFkZHJlc3NTZXJ2aWNlEkoKDUNyZWF0ZUFkZHJlc3MSIi5hZGRyZXNzZXMudjEuQ3JlYXRlQWRkcmVzc1JlcXVlc3QaFS5hZGRyZXNzZXMudjEuQWRkcmVzcxJECgpHZXRBZGRyZXNzEh8uYWRkcmVzc2VzLnYxLkdldEFkZHJlc3NSZXF1ZXN0GhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSWAoNTGlzdEFkZHJlc3NlcxIiLmFkZHJlc3Nlcy52MS5MaXN0QWRkcmVzc2VzUmVxdWVzdBojLmFkZHJlc3Nlcy52MS5MaXN0QWRkcmVzc2VzUmVzcG9uc2USTAoOUmVwbGFjZUFkZHJlc3MSIy5hZGRyZXNzZXMudjEuUmVwbGFjZUFkZHJlc3NSZXF1ZXN0GhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSSgoNVXBkYXRlQWRkcmVzcxIiLmFkZHJlc3Nlcy52MS5VcGRhdGVBZGRyZXNzUmVxdWVzdBoVLmFkZHJlc3Nlcy52MS5BZGRyZXNzEksKDURlbGV0ZUFkZHJlc3MSIi5hZGRyZXNzZXMudjEuRGVsZXRlQWRkcmVzc1JlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHliBnByb3RvMw", [file_google_protobuf_empty, file_google_protobuf_field_mask]);
+  fileDesc("ChxhZGRyZXNzZXMvdjEvYWRkcmVzc2VzLnByb3RvEgxhZGRyZXNzZXMudjEiVAoHQWRkcmVzcxIKCgJpZBgBIAEoAxIMCgRuYW1lGAIgASgJEgwKBGNpdHkYAyABKAkSEwoLcG9zdGFsX2NvZGUYBCABKAkSDAoEZXRhZxgFIAEoCSJSChRDcmVhdGVBZGRyZXNzUmVxdWVzdBImCgdhZGRyZXNzGAEgASgLMhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSEgoKcmVxdWVzdF9pZBgCIAEoCSIfChFHZXRBZGRyZXNzUmVxdWVzdBIKCgJpZBgBIAEoAyI9ChRMaXN0QWRkcmVzc2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJaChVMaXN0QWRkcmVzc2VzUmVzcG9uc2USKAoJYWRkcmVzc2VzGAEgAygLMhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlkKFVJlcGxhY2VBZGRyZXNzUmVxdWVzdBIKCgJpZBgBIAEoAxImCgdhZGRyZXNzGAIgASgLMhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSDAoEZXRhZxgDIAEoCSKJAQoUVXBkYXRlQWRkcmVzc1JlcXVlc3QSCgoCaWQYASABKAMSJgoHYWRkcmVzcxgCIAEoCzIVLmFkZHJlc3Nlcy52MS5BZGRyZXNzEi8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIMCgRldGFnGAQgASgJIjAKFERlbGV0ZUFkZHJlc3NSZXF1ZXN0EgoKAmlkGAEgASgDEgwKBGV0YWcYAiABKAkiLQoVV2F0Y2hBZGRyZXNzZXNSZXF1ZXN0EhQKDHJlc3VtZV90b2tlbhgBIAEoCSLaAQoMQWRkcmVzc0V2ZW50Ei0KBHR5cGUYASABKA4yHy5hZGRyZXNzZXMudjEuQWRkcmVzc0V2ZW50LlR5cGUSCgoCaWQYAiABKAMSJgoHYWRkcmVzcxgDIAEoCzIVLmFkZHJlc3Nlcy52MS5BZGRyZXNzEhQKDHJlc3VtZV90b2tlbhgEIAEoCSJRCgRUeXBlEhQKEFRZUEVfVU5TUEVDSUZJRUQQABILCgdDUkVBVEVEEAESDAoIUkVQTEFDRUQQAhILCgdVUERBVEVEEAMSCwoHREVMRVRFRBAEMrgECg5BZGRyZXNzU2VydmljZRJKCg1DcmVhdGVBZGRyZXNzEiIuYWRkcmVzc2VzLnYxLkNyZWF0ZUFkZHJlc3NSZXF1ZXN0GhUuYWRkcmVzc2VzLnYxLkFkZHJlc3MSRAoKR2V0QWRkcmVzcxIfLmFkZHJlc3Nlcy52MS5HZXRBZGRyZXNzUmVxdWVzdBoVLmFkZHJlc3Nlcy52MS5BZGRyZXNzElgKDUxpc3RBZGRyZXNzZXMSIi5hZGRyZXNzZXMudjEuTGlzdEFkZHJlc3Nlc1JlcXVlc3QaIy5hZGRyZXNzZXMudjEuTGlzdEFkZHJlc3Nlc1Jlc3BvbnNlEkwKDlJlcGxhY2VBZGRyZXNzEiMuYWRkcmVzc2VzLnYxLlJlcGxhY2VBZGRyZXNzUmVxdWVzdBoVLmFkZHJlc3Nlcy52MS5BZGRyZXNzEkoKDVVwZGF0ZUFkZHJlc3MSIi5hZGRyZXNzZXMudjEuVXBkYXRlQWRkcmVzc1JlcXVlc3QaFS5hZGRyZXNzZXMudjEuQWRkcmVzcxJLCg1EZWxldGVBZGRyZXNzEiIuYWRkcmVzc2VzLnYxLkRlbGV0ZUFkZHJlc3NSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5ElMKDldhdGNoQWRkcmVzc2VzEiMuYWRkcmVzc2VzLnYxLldhdGNoQWRkcmVzc2VzUmVxdWVzdBoaLmFkZHJlc3Nlcy52MS5BZGRyZXNzRXZlbnQwAWIGcHJvdG8z", [file_google_protobuf_empty, file_google_protobuf_field_mask]);
 
 /**
  * An address. Strings are trimmed; an empty string is an absent field (proto3), so a required
@@ -271,6 +271,111 @@ export const DeleteAddressRequestSchema: GenMessage<DeleteAddressRequest> = /*@_
   messageDesc(file_addresses_v1_addresses, 7);
 
 /**
+ * @generated from message addresses.v1.WatchAddressesRequest
+ */
+export type WatchAddressesRequest = Message<"addresses.v1.WatchAddressesRequest"> & {
+  /**
+   * The resume_token of a change received before (or the `resume-token` header); empty: from
+   * now. A token of another caller, or one this server did not issue, is INVALID_ARGUMENT
+   * `invalid-parameter`.
+   *
+   * @generated from field: string resume_token = 1;
+   */
+  resumeToken: string;
+};
+
+/**
+ * Describes the message addresses.v1.WatchAddressesRequest.
+ * Use `create(WatchAddressesRequestSchema)` to create a new message.
+ */
+export const WatchAddressesRequestSchema: GenMessage<WatchAddressesRequest> = /*@__PURE__*/
+  messageDesc(file_addresses_v1_addresses, 8);
+
+/**
+ * One change of the caller's address book.
+ *
+ * @generated from message addresses.v1.AddressEvent
+ */
+export type AddressEvent = Message<"addresses.v1.AddressEvent"> & {
+  /**
+   * @generated from field: addresses.v1.AddressEvent.Type type = 1;
+   */
+  type: AddressEvent_Type;
+
+  /**
+   * @generated from field: int64 id = 2;
+   */
+  id: bigint;
+
+  /**
+   * The address as stored after the change, with its etag; unset for DELETED.
+   *
+   * @generated from field: addresses.v1.Address address = 3;
+   */
+  address?: Address | undefined;
+
+  /**
+   * Resumes after this change (WatchAddressesRequest.resume_token).
+   *
+   * @generated from field: string resume_token = 4;
+   */
+  resumeToken: string;
+};
+
+/**
+ * Describes the message addresses.v1.AddressEvent.
+ * Use `create(AddressEventSchema)` to create a new message.
+ */
+export const AddressEventSchema: GenMessage<AddressEvent> = /*@__PURE__*/
+  messageDesc(file_addresses_v1_addresses, 9);
+
+/**
+ * @generated from enum addresses.v1.AddressEvent.Type
+ */
+export enum AddressEvent_Type {
+  /**
+   * Only in a stream's first message: its position, no change.
+   *
+   * @generated from enum value: TYPE_UNSPECIFIED = 0;
+   */
+  TYPE_UNSPECIFIED = 0,
+
+  /**
+   * Stored at a new id (CreateAddress, a ReplaceAddress that creates, POST, PUT, an import).
+   *
+   * @generated from enum value: CREATED = 1;
+   */
+  CREATED = 1,
+
+  /**
+   * Replaced whole or in part by a PUT (ReplaceAddress).
+   *
+   * @generated from enum value: REPLACED = 2;
+   */
+  REPLACED = 2,
+
+  /**
+   * Changed by a merge patch (UpdateAddress, PATCH).
+   *
+   * @generated from enum value: UPDATED = 3;
+   */
+  UPDATED = 3,
+
+  /**
+   * Deleted, alone or with every address of the caller.
+   *
+   * @generated from enum value: DELETED = 4;
+   */
+  DELETED = 4,
+}
+
+/**
+ * Describes the enum addresses.v1.AddressEvent.Type.
+ */
+export const AddressEvent_TypeSchema: GenEnum<AddressEvent_Type> = /*@__PURE__*/
+  enumDesc(file_addresses_v1_addresses, 9, 0);
+
+/**
  * The caller's address book. Every call acts for the caller the token names (the anonymous owner
  * without authentication); another owner's address is NOT_FOUND, as in REST. Errors carry the
  * REST error code as google.rpc.ErrorInfo.reason (docs/grpc.md, "Errors").
@@ -341,6 +446,22 @@ export const AddressService: GenService<{
     methodKind: "unary";
     input: typeof DeleteAddressRequestSchema;
     output: typeof EmptySchema;
+  },
+  /**
+   * The caller's changes as they commit, in commit order (GET /addresses/events): after
+   * resume_token, or from now. The first message is the position the stream opened at: type
+   * TYPE_UNSPECIFIED with only resume_token set (so a client that goes away before any change
+   * resumes without loss); every later one is a change. An expired token is OUT_OF_RANGE
+   * `events-expired`; too many streams open is RESOURCE_EXHAUSTED `rate-limited`. A stream ends
+   * when the caller's token expires, at the call's deadline, when the server shuts down, or when
+   * the client reads too slowly: resume with the last resume_token received.
+   *
+   * @generated from rpc addresses.v1.AddressService.WatchAddresses
+   */
+  watchAddresses: {
+    methodKind: "server_streaming";
+    input: typeof WatchAddressesRequestSchema;
+    output: typeof AddressEventSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_addresses_v1_addresses, 0);

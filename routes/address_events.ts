@@ -1,0 +1,193 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { AddressSchema, EXAMPLE_ADDRESS } from "../lib/address.ts";
+import { errorResponse } from "../lib/schemas.ts";
+import { SCOPED_RESPONSES } from "../lib/http/openapi.ts";
+import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
+import { ADDRESSES_EVENTS_PATH } from "../lib/paths.ts";
+import { routeAccess } from "../security/access.ts";
+import type { AddressChange, AddressFeed, FeedStream } from "../store/addresses/feed.ts";
+
+/**
+ * GET /addresses/events: the caller's changes as Server-Sent Events, one event per change (the
+ * change type as `event:`, the resume token as `id:`, the change as JSON in `data:`). The feed
+ * (store/addresses/feed.ts) decides what and in which order; this door only frames it.
+ */
+
+const EventTypeSchema = z.enum(["created", "replaced", "updated", "deleted"]);
+
+const AddressEventSchema = z.object({
+  type: EventTypeSchema,
+  id: z.number().int().openapi({ example: 1 }),
+  address: AddressSchema.optional().openapi({
+    description: "The address as stored by the change; absent for `deleted`.",
+  }),
+  etag: z.string().optional().openapi({
+    description: "The ETag of that version (the `ETag` header's value); absent for `deleted`.",
+    example: '"n5rVYl3K1Zm4Qx0sTq2Wbg"',
+  }),
+}).openapi("AddressEvent", {
+  description: "One change of the caller's address book, the `data:` of an event.",
+});
+
+const TOKEN_DESCRIPTION = "A resume token: the `id:` of the last event received. The stream " +
+  "starts after that change. A token of another caller, edited or of another server's storage " +
+  "is 400 `invalid-parameter`; one whose following changes are no longer kept is 410 " +
+  "`events-expired` (read the addresses again, then open a stream without a token).";
+
+const watchAddresses = createRoute({
+  ...routeAccess("addresses:read"),
+  method: "get",
+  path: ADDRESSES_EVENTS_PATH,
+  operationId: "watchAddresses",
+  tags: ["addresses"],
+  summary: "Stream the caller's address changes",
+  description: "Server-Sent Events (`text/event-stream`), one event per committed change of " +
+    "the caller's addresses, in commit order, whichever style or process made it: `event:` " +
+    "the type (`created`, `replaced`, `updated`, `deleted`), `id:` the resume token, `data:` " +
+    "an `AddressEvent`. Without `Last-Event-ID` (or `after`) the stream starts with the " +
+    "changes committed after it opened; its first line is an `id:` of that position, so a " +
+    "client that reconnects before any change loses none. A comment line comes at least " +
+    "every 15 s. The stream ends when the token that opened it expires, at shutdown, or when " +
+    "the client reads too slowly; a client resumes with the last id it received. Changes are " +
+    "kept for `EVENTS_RETENTION` (a day by default). Open streams are limited per caller and " +
+    "per server (429 `rate-limited`). Needs the scope `addresses:read`.",
+  request: {
+    query: z.object({
+      after: z.string().max(100).optional().openapi({ description: TOKEN_DESCRIPTION }),
+    }),
+    headers: z.object({
+      "last-event-id": z.string().max(100).optional().openapi({
+        param: { name: "last-event-id", in: "header" },
+        description: `${TOKEN_DESCRIPTION} An \`EventSource\` sends it when it reconnects; ` +
+          "it wins over `after`.",
+      }),
+    }),
+  },
+  responses: {
+    200: {
+      description: "The stream of changes",
+      content: {
+        "text/event-stream": {
+          schema: AddressEventSchema,
+          example: { type: "created", id: 1, address: EXAMPLE_ADDRESS },
+        },
+      },
+    },
+    400: errorResponse(
+      "`invalid-parameter`: a resume token this server did not issue to the caller",
+    ),
+    410: errorResponse("`events-expired`: the changes after the token are no longer kept"),
+    ...SCOPED_RESPONSES,
+  },
+});
+
+/** How the door paces a stream. */
+export interface EventsDoorOptions {
+  /** A comment line this often keeps proxies from cutting an idle stream. */
+  heartbeatMs?: number;
+  /** Bytes queued for a client that does not read before its stream ends. */
+  maxQueuedBytes?: number;
+}
+
+const encoder = new TextEncoder();
+
+// A change the feed delivers to several streams of its owner is one object: encoded once.
+const encoded = new WeakMap<AddressChange, Uint8Array>();
+
+function bytesOf(change: AddressChange): Uint8Array {
+  let bytes = encoded.get(change);
+  if (bytes === undefined) encoded.set(change, bytes = encoder.encode(eventOf(change)));
+  return bytes;
+}
+
+/** One change as an event. */
+export function eventOf(change: AddressChange): string {
+  const data = change.address === undefined
+    ? { type: change.type, id: change.id }
+    : { type: change.type, id: change.id, address: change.address, etag: change.etag };
+  return `event: ${change.type}\nid: ${change.token}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/**
+ * The response body: the opening position, then each change as the feed yields it. A queue
+ * past `maxQueuedBytes` (a client that stopped reading) ends the stream after what is queued,
+ * so the client resumes from the last event it got and the server holds no backlog.
+ */
+export function eventStream(
+  stream: FeedStream,
+  options: Required<EventsDoorOptions>,
+): ReadableStream<Uint8Array> {
+  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  let open = true;
+  const stop = () => {
+    open = false;
+    clearInterval(heartbeat);
+    stream.close();
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (text: string | Uint8Array) => {
+        if (!open) return false;
+        controller.enqueue(typeof text === "string" ? encoder.encode(text) : text);
+        return true;
+      };
+      const close = () => {
+        if (!open) return;
+        stop();
+        controller.close();
+      };
+      // An `id:` without data dispatches no event, but is the position a reconnect resumes from.
+      send(`: changes of this caller\nid: ${stream.position}\n\n`);
+      heartbeat = setInterval(() => send(": keep-alive\n\n"), options.heartbeatMs);
+      void (async () => {
+        try {
+          for await (const change of stream) {
+            if (!send(bytesOf(change))) return;
+            if ((controller.desiredSize ?? 1) <= 0) break; // a slow reader: end after the queue
+          }
+        } catch {
+          // Storage failed mid-stream: the client resumes with the last id it received.
+        }
+        close();
+      })();
+    },
+    cancel() {
+      // The client went away.
+      stop();
+    },
+  }, new ByteLengthQueuingStrategy({ highWaterMark: options.maxQueuedBytes }));
+}
+
+/** Registers the route; before the address routes, so `/addresses/events` is not an id. */
+export function addressEventsRoutes(
+  feed: AddressFeed,
+  app: OpenAPIHono<AppEnv>,
+  options: EventsDoorOptions = {},
+): void {
+  const paced = { heartbeatMs: 15_000, maxQueuedBytes: 256 * 1024, ...options };
+  app.openapi(watchAddresses, async (c) => {
+    const caller = c.get("caller");
+    const after = c.req.valid("header")["last-event-id"] ?? c.req.valid("query").after;
+    const signals = [c.req.raw.signal];
+    const left = caller.expiresAt === undefined ? Infinity : caller.expiresAt - Date.now();
+    // A timer holds at most 2^31 - 1 ms (about 24 days); a token valid longer is not ended.
+    if (left < 2 ** 31 - 1) signals.push(AbortSignal.timeout(Math.max(0, left)));
+    // Refusals (limits, a bad or expired token) are thrown here, before the first byte.
+    const stream = await feed.open(caller.owner, {
+      after: after === "" ? undefined : after,
+      caller: caller.subject ?? caller.owner,
+      signal: AbortSignal.any(signals),
+    });
+    return preEncoded(
+      new Response(eventStream(stream, paced), {
+        headers: {
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-store, no-transform",
+          "x-request-id": c.get("requestId"),
+          // Proxies that buffer (nginx) pass each event on at once.
+          "x-accel-buffering": "no",
+        },
+      }),
+    );
+  });
+}
