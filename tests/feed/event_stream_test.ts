@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { EXAMPLE_INPUT } from "../../lib/address.ts";
 import { eventStream } from "../../routes/address_events.ts";
+import { subscriptionStream } from "../../graphql/event_stream.ts";
 import { openStore } from "../../store/store.ts";
 import { sseFrames } from "../support/event_doors.ts";
 
@@ -55,4 +56,35 @@ Deno.test("event stream: an idle stream gets a comment line every heartbeat", as
   assert.equal(second.value?.data, undefined);
   await reader.return(undefined);
   store.feed.closeAll();
+});
+
+Deno.test("GraphQL's subscription stream: a reader that stops reading gets what was queued, then complete", async () => {
+  let made = 0;
+  let ended = false;
+  async function* results() {
+    try {
+      for (;;) {
+        made++;
+        yield { data: { addressEvents: { type: "CREATED", id: String(made), cursor: "x" } } };
+        await Promise.resolve();
+      }
+    } finally {
+      ended = true;
+    }
+  }
+  const response = subscriptionStream(results(), (r) => r, (e) => ({ errors: [String(e)] }), "r", {
+    heartbeatMs: 60_000,
+    maxQueuedBytes: 2_000,
+  });
+  await new Promise((r) => setTimeout(r, 200));
+  assert.ok(ended, "the results were closed, not read on");
+  const frames = [];
+  for await (const frame of sseFrames(response.body!)) frames.push(frame);
+  const next = frames.filter((f) => f.event === "next");
+  assert.ok(next.length > 0 && next.length < made + 1, `${next.length} queued of ${made}`);
+  assert.deepEqual(
+    next.map((f) => JSON.parse(f.data!).data.addressEvents.id),
+    next.map((_, i) => String(i + 1)),
+  );
+  assert.equal(frames.at(-1)?.event, "complete");
 });

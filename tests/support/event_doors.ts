@@ -117,6 +117,28 @@ export async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerat
   }
 }
 
+/** An open stream over `inbox`, whose `stop` ends the client's side. */
+function openWatch(
+  opened: string | undefined,
+  inbox: Inbox<ReceivedEvent>,
+  stop: () => void,
+): Outcome<Watch> {
+  return {
+    ok: true,
+    value: {
+      opened,
+      next: (ms = 3000) => inbox.take(ms),
+      get ended() {
+        return inbox.ended;
+      },
+      close: async () => {
+        stop();
+        await Promise.resolve();
+      },
+    },
+  };
+}
+
 /** REST's `GET /addresses/events` over `fetch`. */
 export function sseDoor(
   base: string,
@@ -166,20 +188,7 @@ export function sseDoor(
         }
         inbox.end();
       })();
-      return {
-        ok: true,
-        value: {
-          opened,
-          next: (ms = 3000) => inbox.take(ms),
-          get ended() {
-            return inbox.ended;
-          },
-          close: async () => {
-            abort.abort();
-            await Promise.resolve();
-          },
-        },
-      };
+      return openWatch(opened, inbox, () => abort.abort());
     },
   };
 }
@@ -192,12 +201,7 @@ const TYPES: Record<number, ReceivedEvent["type"]> = {
 };
 
 function addressFrom(message: AddressMessage): Address {
-  const address: Record<string, unknown> = { id: Number(message.id) };
-  for (const name of ADDRESS_FIELD_NAMES) {
-    const value = (message as unknown as Record<string, unknown>)[name];
-    if (typeof value === "string" && value !== "") address[name] = value;
-  }
-  return address as Address;
+  return addressFromFields(message as unknown as Record<string, unknown>);
 }
 
 function receivedFrom(event: AddressEvent): ReceivedEvent {
@@ -249,20 +253,7 @@ export function rpcWatchDoor(style: string, transport: Transport, token?: string
         }
         inbox.end();
       })();
-      return {
-        ok: true,
-        value: {
-          opened: first.value.resumeToken,
-          next: (ms = 3000) => inbox.take(ms),
-          get ended() {
-            return inbox.ended;
-          },
-          close: async () => {
-            abort.abort();
-            await Promise.resolve();
-          },
-        },
-      };
+      return openWatch(first.value.resumeToken, inbox, () => abort.abort());
     },
   };
 }
@@ -346,21 +337,10 @@ export function graphqlWatchDoor(base: string, token?: string): WatchDoor {
         client.dispose();
         return { ok: false, code: refusal ?? "(ended before it opened)", problems: 1 };
       }
-      return {
-        ok: true,
-        value: {
-          opened,
-          next: (ms = 3000) => inbox.take(ms),
-          get ended() {
-            return inbox.ended;
-          },
-          close: async () => {
-            dispose();
-            client.dispose();
-            await Promise.resolve();
-          },
-        },
-      };
+      return openWatch(opened, inbox, () => {
+        dispose();
+        client.dispose();
+      });
     },
   };
 }
