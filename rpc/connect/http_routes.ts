@@ -2,6 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { createConnectRouter, createContextValues } from "@connectrpc/connect";
 import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
+import { completeAnswer } from "../../lib/http/response_headers.ts";
 import { AppError } from "../../lib/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { AppEnv } from "../../lib/http/hono_env.ts";
@@ -10,11 +11,12 @@ import { callerKey } from "./caller.ts";
 import { appConnectError } from "./errors.ts";
 import { rpcErrorAnswer } from "./error_answer.ts";
 import { appRoutes, type AppStores, handlerOptions, procedureOf, rpcAccess } from "./router.ts";
-import { requires } from "../../security/access.ts";
+import { declared } from "../../security/access.ts";
+import { admit } from "../../security/admission.ts";
 import { withLongTimeoutsUnbounded } from "./long_timeouts.ts";
 import { withRaisedErrorsMapped } from "./raised_errors.ts";
 import { recordUnaryMethods } from "../unary/unary_methods.ts";
-import { fetchUnary } from "../unary/fetch_unary.ts";
+import { fetchUnary, withEntryHeaders } from "../unary/fetch_unary.ts";
 
 /**
  * Serves the application services over Connect and gRPC-Web on the main HTTP port, at
@@ -71,12 +73,17 @@ export function rpcRoutes(
         contextValues: contextValues(c),
       });
       if (response.body === undefined) refuseBare(response.status, request);
-      return universalServerResponseToFetch(response);
+      const answer = universalServerResponseToFetch(response);
+      return withEntryHeaders(answer.headers) ? completeAnswer(answer) : answer;
     };
-    const serve = (c: Context<AppEnv>): Promise<Response> =>
-      lean?.(c.req.raw, contextValues(c), (bytes) => connect(c, once(bytes))) ??
+    // One handler per route, which is also its access declaration (as server/operations.ts
+    // registers REST's): Hono calls it directly, with no middleware chain around the call.
+    const serve = (c: Context<AppEnv>): Promise<Response> => {
+      admit(c);
+      return lean?.(c.req.raw, contextValues(c), (bytes) => connect(c, once(bytes))) ??
         connect(c, undefined);
-    app.on(handler.allowedMethods, handler.requestPath, requires(access, refuseCall), serve);
+    };
+    app.on(handler.allowedMethods, handler.requestPath, declared(serve, access, refuseCall));
   }
 }
 

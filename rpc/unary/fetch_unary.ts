@@ -2,6 +2,7 @@ import type { ContextValues } from "@connectrpc/connect";
 import { answerUnary, requestMessage, unaryHead } from "./unary_call.ts";
 import type { UnaryMethod, UnaryOptions } from "./unary_methods.ts";
 import { callSignals } from "./call_signals.ts";
+import { completeAnswer } from "../../lib/http/response_headers.ts";
 
 /**
  * The HTTP port's path for every unary call in Connect or gRPC-Web binary framing: the fetch
@@ -42,13 +43,37 @@ export function fetchUnary(
           values,
           signal: signal.signal,
         }, input);
-        return new Response(answer.body as Uint8Array<ArrayBuffer> | undefined, {
-          status: answer.status,
-          headers: answer.header,
-        });
+        return rpcResponse(answer.status, answer.header, answer.body);
       } finally {
         signal.close();
       }
     })();
   };
+}
+
+/**
+ * A call's answer as a fetch Response, on either path of the HTTP port.
+ */
+export function rpcResponse(
+  status: number,
+  header: Headers,
+  body: Uint8Array | undefined,
+): Response {
+  const complete = withEntryHeaders(header);
+  const response = new Response(body as Uint8Array<ArrayBuffer> | undefined, {
+    status,
+    headers: header,
+  });
+  return complete ? completeAnswer(response) : response;
+}
+
+/**
+ * Adds `nosniff` to a call's answer as the HTTP entry would, when its headers carry its request
+ * id (the interceptor sets it); then the answer can be marked complete (lib/http/response_headers.ts):
+ * the entry leaves its headers unread, and Deno.serve keeps its fast path for it.
+ */
+export function withEntryHeaders(header: Headers): boolean {
+  if (!header.has("x-request-id")) return false;
+  if (!header.has("x-content-type-options")) header.set("x-content-type-options", "nosniff");
+  return true;
 }

@@ -185,6 +185,9 @@ export async function answerUnary(
     }
     return connectAnswer(200, responseHeader, responseTrailer, body);
   }
+  if (framing === "grpc-web" && !compression && isOkAlone(responseTrailer)) {
+    return { status: 200, header: responseHeader, body: withOkTrailer(bytes), trailer: undefined };
+  }
   const message = compression
     ? await enveloped(bytes, 0, compression, options.compressMinBytes)
     : frame ?? toBuffer(encodeEnvelope(0, bytes));
@@ -261,6 +264,29 @@ function connectAnswer(
     : trailerMux(responseHeader, responseTrailer);
   header.set("content-length", body.byteLength.toString(10));
   return { status, header, body: toBuffer(body), trailer: undefined };
+}
+
+// The trailer frame of a gRPC-Web call answered OK with no trailers of its own, as
+// trailerSerialize and encodeEnvelope write it: the same bytes for every such call.
+const OK_TRAILER = encodeEnvelope(trailerFlag, new TextEncoder().encode("grpc-status: 0\r\n"));
+
+/** True when a call's trailers are the OK status alone (no service added any). */
+function isOkAlone(trailer: Headers): boolean {
+  let count = 0;
+  for (const [name, value] of trailer) {
+    if (++count > 1 || name !== "grpc-status" || value !== "0") return false;
+  }
+  return count === 1;
+}
+
+/** An uncompressed gRPC-Web body: the message's frame, then the OK trailer frame. */
+function withOkTrailer(bytes: Uint8Array): Buffer {
+  const body = Buffer.allocUnsafe(5 + bytes.byteLength + OK_TRAILER.byteLength);
+  body[0] = 0;
+  body.writeUInt32BE(bytes.byteLength, 1);
+  body.set(bytes, 5);
+  body.set(OK_TRAILER, 5 + bytes.byteLength);
+  return body;
 }
 
 function isEmpty(headers: Headers): boolean {
