@@ -14,9 +14,13 @@
 //   `get` of the record, the fields V1_KEPT kept; update: `get`, the merge patch, no write when
 //   nothing changes; each write checks the layout and the record and sets record + owner index;
 // - delete: `getMany` of the record and the owner's count, then the layout and record checked,
-//   record and index deleted and the count summed down (checked and deleted at 0).
+//   record and index deleted and the count summed down (checked and deleted at 0);
+// - every write also appends its changes, as layout 5 does (store/addresses/change_log.ts): one
+//   record per address written (`["feed_events", owner, n]`, with the address and expiring after a
+//   day), the owner's sequence checked and set, the change clock summed; writes waiting at the same
+//   time share one commit (never two of one record), as the store's change log commits them.
 //
-// The keys and values are layout 4 of store/addresses/keys.ts, written out here rather than
+// The keys and values are layout 5 of store/addresses/keys.ts, written out here rather than
 // imported: the peers share the data, not the code. A record is `{v, owner, address, etag}`, an
 // owner-index entry `{etag, address}`, and every write of a version makes a new random ETag
 // (address_book_text.ts), stored in both. The owner is "" (authentication off).
@@ -29,7 +33,11 @@ const INDEX = ["owner_addresses", OWNER] as const;
 const COUNT = ["owner_counts", OWNER];
 const COUNTER = ["counters", "addresses"];
 const LAYOUT = ["meta", "layout"];
+const LAYOUT_VERSION = 5;
 const RECORD_VERSION = 4;
+const SEQ = ["feed_seq", OWNER];
+const CLOCK = ["feed_clock"];
+const RETENTION_MS = 24 * 60 * 60 * 1000;
 const MAX_BATCH = 200;
 const BLOCK = 1024;
 
@@ -77,13 +85,60 @@ function same(a: Fields, b: Fields): boolean {
 /** Opens the address book on `kv`; `v1Kept`: the fields a version 1 replace keeps. */
 export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
   const layout = await kv.get<{ version: number }>(LAYOUT);
-  if (layout.value?.version !== RECORD_VERSION) {
-    throw new Error(`the KV is not of layout ${RECORD_VERSION}: seed it with this checkout`);
+  if (layout.value?.version !== LAYOUT_VERSION) {
+    throw new Error(`the KV is not of layout ${LAYOUT_VERSION}: seed it with this checkout`);
   }
   const cursors = await openCursors(kv, OWNER);
   const check = (op: Deno.AtomicOperation) => op.check(layout);
   const key = (id: number) => [RECORDS, id];
   const indexKey = (id: number) => [...INDEX, id];
+
+  // The change log: writes waiting together commit together, with their changes numbered on.
+  type Change = { type: string; id: number; address?: Address; etag?: string };
+  interface Pending {
+    id: number;
+    build: (op: Deno.AtomicOperation) => Change[];
+    done: (ok: boolean) => void;
+  }
+  let head = await kv.get<Deno.KvU64>(SEQ);
+  const pending: Pending[] = [];
+  let committing = false;
+  async function commitPending() {
+    committing = true;
+    while (pending.length > 0) {
+      const batch: Pending[] = [];
+      const taken = new Set<number>();
+      for (let i = 0; i < pending.length && batch.length < MAX_BATCH;) {
+        if (taken.has(pending[i]!.id)) i++;
+        else {
+          taken.add(pending[i]!.id);
+          batch.push(...pending.splice(i, 1));
+        }
+      }
+      const op = check(kv.atomic());
+      let n = Number(head.value?.value ?? 0n);
+      const at = Date.now();
+      for (const p of batch) {
+        for (const change of p.build(op)) {
+          n++;
+          op.set(["feed_events", OWNER, n], { v: 1, ...change, at }, { expireIn: RETENTION_MS });
+        }
+      }
+      const seq = new Deno.KvU64(BigInt(n));
+      const result = await op.check(head).set(SEQ, seq).sum(CLOCK, 1n).commit();
+      if (result.ok) head = { key: SEQ, value: seq, versionstamp: result.versionstamp };
+      else head = await kv.get<Deno.KvU64>(SEQ);
+      for (const p of batch) p.done(result.ok);
+    }
+    committing = false;
+  }
+  /** Commits what `build` adds to an operation, with the changes it returns. */
+  function commit(id: number, build: (op: Deno.AtomicOperation) => Change[]): Promise<boolean> {
+    return new Promise((resolve) => {
+      pending.push({ id, build, done: resolve });
+      if (!committing) void commitPending();
+    });
+  }
 
   let ids: number[] = [];
   async function reserve(n: number): Promise<void> {
@@ -113,17 +168,25 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
       try {
         if (ids.length < batch.length) await reserve(batch.length - ids.length);
         const taken = ids.slice(0, batch.length);
-        const op = check(kv.atomic()).sum(COUNT, BigInt(batch.length));
         const addresses = taken.map((id, i) => {
           const address = { id, ...batch[i]!.input } as Address;
-          const etag = newEtag();
-          op.check({ key: key(id), versionstamp: null })
-            .set(key(id), { v: RECORD_VERSION, owner: OWNER, address, etag })
-            .set(indexKey(id), { etag, address });
-          return { address, etag };
+          return { address, etag: newEtag() };
         });
-        const result = await op.commit();
-        if (!result.ok) throw new Error("the create batch conflicted");
+        const ok = await commit(0, (op) => {
+          op.sum(COUNT, BigInt(batch.length));
+          for (const { address, etag } of addresses) {
+            op.check({ key: key(address.id), versionstamp: null })
+              .set(key(address.id), { v: RECORD_VERSION, owner: OWNER, address, etag })
+              .set(indexKey(address.id), { etag, address });
+          }
+          return addresses.map(({ address, etag }) => ({
+            type: "created",
+            id: address.id,
+            address,
+            etag,
+          }));
+        });
+        if (!ok) throw new Error("the create batch conflicted");
         ids = ids.slice(batch.length);
         addresses.forEach((stored, i) => batch[i]!.resolve(stored));
       } catch (error) {
@@ -133,12 +196,19 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
     draining = false;
   }
 
-  async function write(entry: Deno.KvEntry<Record_>, address: Address): Promise<Stored> {
+  async function write(
+    entry: Deno.KvEntry<Record_>,
+    address: Address,
+    type: string,
+  ): Promise<Stored> {
     const etag = newEtag();
-    const result = await check(kv.atomic()).check(entry)
-      .set(entry.key, { ...entry.value, v: RECORD_VERSION, address, etag })
-      .set(indexKey(address.id), { etag, address }).commit();
-    if (!result.ok) throw new Error(`address ${address.id} changed meanwhile`);
+    const ok = await commit(address.id, (op) => {
+      op.check(entry)
+        .set(entry.key, { ...entry.value, v: RECORD_VERSION, address, etag })
+        .set(indexKey(address.id), { etag, address });
+      return [{ type, id: address.id, address, etag }];
+    });
+    if (!ok) throw new Error(`address ${address.id} changed meanwhile`);
     return { address, etag };
   }
 
@@ -175,7 +245,7 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
     async replace(id: number, input: Fields): Promise<Stored> {
       const [entry] = await kv.getMany<[Record_, Deno.KvU64]>([key(id), COUNTER]);
       if (!mine(entry)) throw new NotFound();
-      return await write(entry, { id, ...fieldsOf(input) } as Address);
+      return await write(entry, { id, ...fieldsOf(input) } as Address, "replaced");
     },
     /** Version 1: the existing address keeps `v1Kept` and takes every other field of `input`. */
     async replaceV1(id: number, input: Fields): Promise<Stored> {
@@ -188,7 +258,7 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
         const value = v1Kept.includes(name) ? current[name] : input[name];
         if (value !== undefined) out[name] = value;
       }
-      return await write(entry, out as Address);
+      return await write(entry, out as Address, "replaced");
     },
     /** A JSON Merge Patch: a member sent replaces, null removes; nothing changed, no write. */
     async update(id: number, patch: Fields): Promise<Stored> {
@@ -201,17 +271,19 @@ export async function openAddressBook(kv: Deno.Kv, v1Kept: readonly string[]) {
         if (value !== undefined && value !== null) out[name] = value;
       }
       if (same(out, current)) return { address: current, etag: entry.value.etag };
-      return await write(entry, out as Address);
+      return await write(entry, out as Address, "updated");
     },
     async remove(id: number): Promise<void> {
       const [entry, count] = await kv.getMany<[Record_, Deno.KvU64]>([key(id), COUNT]);
       if (!mine(entry)) throw new NotFound();
-      const op = check(kv.atomic()).check(entry).delete(key(id)).delete(indexKey(id));
       const left = Number(count.value?.value ?? 0n) - 1;
-      if (left > 0) op.sum(COUNT, (1n << 64n) - 1n);
-      else op.check(count).delete(COUNT);
-      const result = await op.commit();
-      if (!result.ok) throw new Error(`address ${id} changed meanwhile`);
+      const ok = await commit(id, (op) => {
+        op.check(entry).delete(key(id)).delete(indexKey(id));
+        if (left > 0) op.sum(COUNT, (1n << 64n) - 1n);
+        else op.check(count).delete(COUNT);
+        return [{ type: "deleted", id }];
+      });
+      if (!ok) throw new Error(`address ${id} changed meanwhile`);
     },
   };
 }

@@ -1,7 +1,7 @@
 // The matrix ceilings' own strings, made as this server's store makes them (store/addresses/keys.ts,
 // page_tokens.ts and lib/http/etag.ts describe the formats; written out here rather than imported:
 // the peers share the data, not the code): the ETag of a version, 128 random bits made at each
-// write and stored with it (layout 4), and the page token, one AES-256 block of the position and a
+// write and stored with it (layouts 4 and 5), and the page token, one AES-256 block of the position and a
 // digest of the listing and owner, sealed with the key the KV holds at `["meta", "page_token_key"]`.
 // So a ceiling does the same work per answer as this server and, on a copy of the same KV, answers
 // the same bytes.

@@ -9,7 +9,7 @@
 // - `GET /addresses/{id}`: one read of the address's record, its address as JSON and the ETag
 //   stored with it; an address of another owner, or none, is 404.
 //
-// The keys and values are layout 4 of store/addresses/keys.ts (`ownerPrefix` → `{etag, address}`,
+// The keys and values are layouts 4 and 5 of store/addresses/keys.ts (`ownerPrefix` → `{etag, address}`,
 // `addressKey` → `{v, owner, address, etag}`), written out here rather than imported: the peer
 // shares the data, not the code. The owner is "" (auth off). KV_PATH names the file. Prints one
 // JSON `listening` line, like the server.

@@ -6,7 +6,7 @@
 // ours sends (content type, a request id, nosniff). No parsing of the query, validation,
 // middleware, log or gate; cursors are 22 characters of base64url of the id, not enciphered.
 //
-// The owner index's layout (layout 4: `["owner_addresses", owner, id]` → `{etag, address}`) is
+// The owner index's layout (layouts 4 and 5: `["owner_addresses", owner, id]` → `{etag, address}`) is
 // written out here rather than imported: the peer shares the data, not the code. The owner is ""
 // (auth off). KV_PATH names the file. Prints one JSON `listening` line, like the server.
 
