@@ -67,9 +67,10 @@ interface GraphqlDeps {
  * GET, GraphiQL's files under `/graphql/assets/` and the schema at `/graphql/schema.graphql`.
  *
  * Every operation takes this one path. A request costs, in order: Accept and Content-Type checks,
- * reading and parsing the JSON body, the document size check, then either a cached result
- * (variable-free operations of the catalogue alone, per catalogue snapshot: result_cache.ts) or
- * a cached parse-and-validate with the operation planned (prepare.ts), its further writes charged
+ * reading the body, then a cached result when this very body text was answered from the cache
+ * before (no JSON parse), else parsing the JSON body, the document size check, then either a
+ * cached result (variable-free operations of the catalogue alone, per catalogue snapshot:
+ * result_cache.ts) or a cached parse-and-validate with the operation planned (prepare.ts), its further writes charged
  * to the rate limit, the access its root fields need (operation_access.ts), what it asks of the
  * address book (operation_checks.ts), and execution: interpreted the first time, compiled after
  * (execute.ts).
