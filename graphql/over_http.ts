@@ -148,12 +148,12 @@ function decodeBody(bytes: Uint8Array): string {
  * UTF-8 become U+FFFD (the WHATWG decoder's behaviour) and then fail as JSON or GraphQL syntax
  * where they matter; a strict decoder would cost every request a second pass.
  */
-export async function readBodyText(request: Request, limit: number): Promise<string> {
+export function readBodyText(request: Request, limit: number): Promise<string> {
   // With Content-Length, which the HTTP server holds the body to, the runtime decodes the whole
   // body at once (the same decoding: UTF-8, U+FFFD for bad bytes, a BOM dropped).
   const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) <= limit) return await request.text();
-  return decodeBody(await readBodyLimited(request, limit));
+  if (declared !== null && Number(declared) <= limit) return request.text();
+  return readBodyLimited(request, limit).then(decodeBody);
 }
 
 const utf8 = new TextDecoder();

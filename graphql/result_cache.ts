@@ -1,5 +1,5 @@
 import { type CacheStats, stringBytes } from "../lib/cache_bytes.ts";
-import { byteStats, createLru } from "./lru.ts";
+import { createLru } from "./lru.ts";
 
 /** Serialized results of variable-free operations, valid for one catalogue snapshot. */
 export interface ResultCache {
@@ -11,12 +11,13 @@ export interface ResultCache {
     | undefined;
   /** The encoded `{"data":…}` body for `key`, if it was computed against `snapshot`. */
   get(key: string, snapshot: unknown): string | undefined;
-  /** `keyOf` then `get`: the cached body of a request's operation, if any. */
-  lookup(
-    params: { query: string; operationName: string | undefined; variables: object | undefined },
-    snapshot: unknown,
-  ): string | undefined;
-  set(key: string, snapshot: unknown, body: string): void;
+  /**
+   * The key `keyOf` gave the parameters of a request body of exactly this text, when a result was
+   * stored for it: the same text parses to the same parameters, so a repeated body skips parsing.
+   */
+  keyOfBody(text: string): string | undefined;
+  /** Stores `body` for `key` and `snapshot`; `text`, the request body it answered, finds it too. */
+  set(key: string, snapshot: unknown, body: string, text?: string): void;
   /** What the cache holds, by its own accounting. */
   readonly stats: CacheStats;
 }
@@ -29,6 +30,9 @@ interface ResultCacheOptions {
 
 // What an entry holds besides its key and body: the entry, its record, the body's buffer object.
 const ENTRY_BYTES = 256;
+// Request bodies remembered with their keys, and the longest remembered.
+const BODY_ENTRIES = 64;
+const MAX_BODY_CHARS = 2048;
 
 /**
  * Holds results of operations whose root fields all read the catalogue alone (CATALOGUE_FIELDS in
@@ -56,6 +60,9 @@ export function createResultCache(options: ResultCacheOptions = {}): ResultCache
     if (variables !== undefined && Object.keys(variables).length > 0) return undefined;
     return operationName === undefined ? query : `${operationName}\u0000${query}`;
   }
+  // Request bodies by text, each with its key: few (a client repeats a handful of documents),
+  // short ones only, bounded apart from the results.
+  const bodies = createLru<string>(BODY_ENTRIES, BODY_ENTRIES * MAX_BODY_CHARS);
   function get(key: string, snapshot: unknown): string | undefined {
     const entry = cache.get(key);
     return entry !== undefined && entry.snapshot === snapshot ? entry.body : undefined;
@@ -63,13 +70,21 @@ export function createResultCache(options: ResultCacheOptions = {}): ResultCache
   return {
     keyOf,
     get,
-    lookup(params, snapshot) {
-      const key = keyOf(params);
-      return key === undefined ? undefined : get(key, snapshot);
-    },
-    set(key, snapshot, body) {
+    keyOfBody: (text) => bodies.get(text),
+    set(key, snapshot, body, text) {
       cache.set(key, { snapshot, body }, ENTRY_BYTES + stringBytes(body) + stringBytes(key));
+      if (text !== undefined && text.length <= MAX_BODY_CHARS) {
+        bodies.set(text, key, ENTRY_BYTES + stringBytes(text) + stringBytes(key));
+      }
     },
-    stats: byteStats(cache),
+    stats: {
+      get entries() {
+        return cache.size + bodies.size;
+      },
+      get bytes() {
+        return cache.weight + bodies.weight;
+      },
+      maxBytes: cache.maxWeight + bodies.maxWeight,
+    },
   };
 }

@@ -34,7 +34,8 @@ import {
 } from "./responses.ts";
 import { createResultCache, type ResultCache } from "./result_cache.ts";
 import { booksRoot, createSchema } from "./schema.ts";
-import { requires } from "../security/access.ts";
+import { declared, requires } from "../security/access.ts";
+import { admit } from "../security/admission.ts";
 import { GRAPHQL_PATH } from "../lib/paths.ts";
 import type { AddressFeed } from "../store/addresses/feed.ts";
 import { singleResultStream, subscriptionStream, wantsEventStream } from "./event_stream.ts";
@@ -66,9 +67,10 @@ interface GraphqlDeps {
  * GET, GraphiQL's files under `/graphql/assets/` and the schema at `/graphql/schema.graphql`.
  *
  * Every operation takes this one path. A request costs, in order: Accept and Content-Type checks,
- * reading and parsing the JSON body, the document size check, then either a cached result
- * (variable-free operations of the catalogue alone, per catalogue snapshot: result_cache.ts) or
- * a cached parse-and-validate with the operation planned (prepare.ts), its further writes charged
+ * reading the body, then a cached result when this very body text was answered from the cache
+ * before (no JSON parse), else parsing the JSON body, the document size check, then either a
+ * cached result (variable-free operations of the catalogue alone, per catalogue snapshot:
+ * result_cache.ts) or a cached parse-and-validate with the operation planned (prepare.ts), its further writes charged
  * to the rate limit, the access its root fields need (operation_access.ts), what it asks of the
  * address book (operation_checks.ts), and execution: interpreted the first time, compiled after
  * (execute.ts).
@@ -105,12 +107,19 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
 
   // With `Accept: text/event-stream` (GraphQL over Server-Sent Events, graphql/event_stream.ts)
   // every answer is a stream: a subscription's results, or the one result of anything else.
-  app.post(GRAPHQL_PATH, requires("public", refuse), async (c) => {
+  // One handler that is its own declaration (security/access.ts `declared`): Hono calls it
+  // without composing a middleware chain, and it admits the request as `requires` would.
+  const post = (c: Context<AppEnv>): Promise<Response> => {
+    admit(c);
     const streaming = wantsEventStream(c.req.header("accept"));
-    const answer = await answerOf(c, streaming);
-    const streamed = answer.headers.get("content-type")?.startsWith("text/event-stream");
-    return streaming && !streamed ? await singleResultStream(answer, c.get("requestId")) : answer;
-  });
+    if (!streaming) return answerOf(c, false);
+    return answerOf(c, true).then((answer) =>
+      answer.headers.get("content-type")?.startsWith("text/event-stream")
+        ? answer
+        : singleResultStream(answer, c.get("requestId"))
+    );
+  };
+  app.post(GRAPHQL_PATH, declared(post, "public", refuse));
 
   async function answerOf(c: Context<AppEnv>, streaming: boolean): Promise<Response> {
     const caller = c.get("caller");
@@ -130,7 +139,14 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
         );
       }
       assertJsonRequest(c.req.header("content-type"));
-      const params = readParams(await readBodyText(c.req.raw, bodyLimit));
+      const text = await readBodyText(c.req.raw, bodyLimit);
+      // One snapshot per request: every field of this request reads the same catalogue.
+      const catalogue = deps.books.list();
+      // A body answered from the cache before: same text, same parameters, same checks passed.
+      const known = results.keyOfBody(text);
+      const hit = known === undefined ? undefined : results.get(known, catalogue);
+      if (hit !== undefined) return cachedAnswer(c, hit, type, noBooks);
+      const params = readParams(text);
       if (exceedsUtf8Bytes(params.query, config.maxDocumentBytes)) {
         const error = limitError(
           "document-size",
@@ -138,15 +154,9 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
         );
         return documentErrorsResponse([error], type, 413);
       }
-      // One snapshot per request: every field of this request reads the same catalogue.
-      const catalogue = deps.books.list();
       const key = results.keyOf(params);
       const cached = key === undefined ? undefined : results.get(key, catalogue);
-      if (cached !== undefined) {
-        // Only operations of the catalogue alone are cached, and they need what the books need.
-        if (noBooks !== undefined) return refuse(c, noBooks);
-        return dataResponse(cached, type, c.get("requestId"));
-      }
+      if (cached !== undefined) return cachedAnswer(c, cached, type, noBooks);
       const prepared = prepare(params.query);
       if (!prepared.ok) {
         logRejection(deps.logger, c.get("requestId"), prepared.errors);
@@ -226,7 +236,7 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       const result = await operation.run(root, context, params.variables);
       if (result.errors === undefined) {
         const body = JSON.stringify({ data: result.data });
-        if (key !== undefined && plan.catalogueOnly) results.set(key, catalogue, body);
+        if (key !== undefined && plan.catalogueOnly) results.set(key, catalogue, body, text);
         return dataResponse(body, type, c.get("requestId"));
       }
       return executionResponse(result, responseContext(c, type, deps.logger));
@@ -234,6 +244,17 @@ export function graphqlRoutes(app: Hono<AppEnv>, deps: GraphqlDeps): void {
       if (error instanceof AppError) return requestErrorResponse(error, type);
       throw error;
     }
+  }
+
+  // Only operations of the catalogue alone are cached, and they need what the books need.
+  function cachedAnswer(
+    c: Context<AppEnv>,
+    body: string,
+    type: GraphqlMediaType,
+    noBooks: AppError | undefined,
+  ): Response {
+    if (noBooks !== undefined) return refuse(c, noBooks);
+    return dataResponse(body, type, c.get("requestId"));
   }
 
   app.get(GRAPHQL_PATH, requires("public"), (c) => {

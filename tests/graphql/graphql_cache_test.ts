@@ -96,3 +96,21 @@ Deno.test("GRAPHQL_* configuration: defaults and one-line errors naming the vari
     );
   }
 });
+
+Deno.test("a request body answered from the cache finds its key by its exact text", () => {
+  const cache = createResultCache();
+  const snapshot = Object.freeze([]);
+  const text = '{"query":"{ books { title } }"}';
+  const params = { query: "{ books { title } }", operationName: undefined, variables: undefined };
+  const key = cache.keyOf(params)!;
+  assert.equal(cache.keyOfBody(text), undefined, "nothing stored yet");
+  cache.set(key, snapshot, '{"data":{}}', text);
+  assert.equal(cache.keyOfBody(text), key);
+  assert.equal(cache.keyOfBody(` ${text}`), undefined, "another text is parsed as usual");
+  // A key is no body: the query's own text finds nothing among the bodies.
+  assert.equal(cache.keyOfBody(params.query), undefined);
+  const long = JSON.stringify({ query: `{ books { title } }${" ".repeat(4096)}` });
+  cache.set(`${key} `, snapshot, '{"data":{}}', long);
+  assert.equal(cache.keyOfBody(long), undefined, "long bodies are not remembered");
+  assert.ok(cache.stats.bytes > 0 && cache.stats.entries === 3);
+});
