@@ -353,3 +353,41 @@ function addressFromFields(fields: Record<string, unknown>): Address {
   }
   return address as Address;
 }
+
+/**
+ * REST's event stream over a bare TCP connection, for what only a socket shows: closing it is a
+ * client gone, whatever a `fetch` implementation does with its connections (Deno's, with three
+ * streams open to one host, does not close the one it aborts). It opens and closes only: `next`
+ * tells nothing, so use it for the limits, not for the events.
+ */
+export function sseSocketDoor(base: string, token: string): WatchDoor {
+  return {
+    style: "REST (socket)",
+    async open() {
+      const url = new URL(base);
+      const conn = await Deno.connect({ hostname: url.hostname, port: Number(url.port) });
+      const request = `GET /addresses/events HTTP/1.1\r\nHost: ${url.host}\r\n` +
+        `Authorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`;
+      await conn.write(new TextEncoder().encode(request));
+      const decoder = new TextDecoder();
+      let head = "";
+      const buffer = new Uint8Array(16 * 1024);
+      while (!head.includes("\r\n\r\n")) {
+        const n = await conn.read(buffer);
+        if (n === null) break;
+        head += decoder.decode(buffer.subarray(0, n));
+      }
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]);
+      if (status !== 200) {
+        conn.close();
+        const code = /"error":"([a-z-]+)"/.exec(head)?.[1] ?? `HTTP ${status}`;
+        return { ok: false, code, problems: 1 };
+      }
+      const inbox = new Inbox<ReceivedEvent>();
+      return openWatch(/\nid: ([A-Za-z0-9_-]+)/.exec(head)?.[1], inbox, () => {
+        conn.close();
+        inbox.end();
+      });
+    },
+  };
+}
