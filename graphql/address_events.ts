@@ -95,9 +95,6 @@ async function* withPosition(stream: FeedStream): AsyncGenerator<StreamedEvent> 
   }
 }
 
-/** The longest a timer holds (2^31 - 1 ms, about 24 days): a token valid longer is not ended. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /** The subscription's root fields and the scope each needs. */
 export const ADDRESS_SUBSCRIPTIONS: Readonly<
   // deno-lint-ignore no-explicit-any
@@ -125,13 +122,11 @@ export const ADDRESS_SUBSCRIPTIONS: Readonly<
         if (context.feed === undefined) {
           throw new AppError("service-unavailable", "This server serves no live updates.");
         }
-        const signals = [context.signal];
-        const left = context.expiresAt === undefined ? Infinity : context.expiresAt - Date.now();
-        if (left < MAX_TIMER_MS) signals.push(AbortSignal.timeout(Math.max(0, left)));
         const stream = await context.feed.open(context.owner, {
           after: args.after ?? undefined,
           caller: context.caller,
-          signal: AbortSignal.any(signals),
+          signal: context.signal,
+          until: context.expiresAt,
         });
         return withPosition(stream);
       },

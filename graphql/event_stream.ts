@@ -1,5 +1,10 @@
 import type { ExecutionResult } from "graphql";
 import { acceptance } from "../lib/http/accept.ts";
+import {
+  eventStreamBody,
+  eventStreamHeaders,
+  type EventStreamPace,
+} from "../lib/http/event_stream.ts";
 
 /**
  * GraphQL over Server-Sent Events, "distinct connections" mode (the protocol of the `graphql-sse`
@@ -13,7 +18,6 @@ import { acceptance } from "../lib/http/accept.ts";
 const TYPE = "text/event-stream";
 const GRAPHQL_JSON = "application/graphql-response+json";
 const COMPLETE = "event: complete\ndata:\n\n";
-const encoder = new TextEncoder();
 
 /**
  * True when `Accept` names `text/event-stream` (what an SSE client sends) and prefers it: a
@@ -27,15 +31,6 @@ export function wantsEventStream(accept: string | undefined): boolean {
   return json.every((j) => j.specificity < 2 || j.q < stream.q);
 }
 
-function headers(requestId: string): HeadersInit {
-  return {
-    "content-type": `${TYPE}; charset=utf-8`,
-    "cache-control": "no-store, no-transform",
-    "x-accel-buffering": "no",
-    "x-request-id": requestId,
-  };
-}
-
 function next(body: string): string {
   return `event: next\ndata: ${body}\n\n`;
 }
@@ -43,15 +38,10 @@ function next(body: string): string {
 /** One GraphQL response (a JSON body) as a stream of one result. */
 export async function singleResultStream(json: Response, requestId: string): Promise<Response> {
   const body = await json.text();
-  return new Response(next(body) + COMPLETE, { status: 200, headers: headers(requestId) });
-}
-
-/** How a subscription's stream is paced. */
-export interface StreamOptions {
-  /** A comment line this often keeps proxies from cutting an idle stream. */
-  heartbeatMs: number;
-  /** Bytes queued for a client that does not read before its stream completes. */
-  maxQueuedBytes: number;
+  return new Response(next(body) + COMPLETE, {
+    status: 200,
+    headers: eventStreamHeaders(requestId),
+  });
 }
 
 /**
@@ -65,40 +55,15 @@ export function subscriptionStream(
   format: (result: ExecutionResult) => unknown,
   failure: (error: unknown) => unknown,
   requestId: string,
-  options: StreamOptions,
+  pace: EventStreamPace,
 ): Response {
-  let heartbeat: ReturnType<typeof setInterval> | undefined;
-  let open = true;
-  const stop = () => {
-    open = false;
-    clearInterval(heartbeat);
-    void results.return(undefined).catch(() => {});
-  };
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const send = (text: string) => {
-        if (open) controller.enqueue(encoder.encode(text));
-        return open;
-      };
-      heartbeat = setInterval(() => send(": keep-alive\n\n"), options.heartbeatMs);
-      void (async () => {
-        try {
-          for await (const result of results) {
-            if (!send(next(JSON.stringify(format(result))))) return;
-            if ((controller.desiredSize ?? 1) <= 0) break; // a slow reader
-          }
-        } catch (error) {
-          send(next(JSON.stringify(failure(error))));
-        }
-        if (!open) return;
-        send(COMPLETE);
-        stop();
-        controller.close();
-      })();
-    },
-    cancel() {
-      stop();
-    },
-  }, new ByteLengthQueuingStrategy({ highWaterMark: options.maxQueuedBytes }));
-  return new Response(body, { status: 200, headers: headers(requestId) });
+  async function* events() {
+    for await (const result of results) yield next(JSON.stringify(format(result)));
+  }
+  const body = eventStreamBody(events(), pace, {
+    last: COMPLETE,
+    failed: (error) => next(JSON.stringify(failure(error))),
+    stop: () => void results.return(undefined).catch(() => {}),
+  });
+  return new Response(body, { status: 200, headers: eventStreamHeaders(requestId) });
 }

@@ -6,6 +6,11 @@ import { type AppEnv, preEncoded } from "../lib/http/hono_env.ts";
 import { ADDRESSES_EVENTS_PATH } from "../lib/paths.ts";
 import { routeAccess } from "../security/access.ts";
 import type { AddressChange, AddressFeed, FeedStream } from "../store/addresses/feed.ts";
+import {
+  eventStreamBody,
+  eventStreamHeaders,
+  type EventStreamPace,
+} from "../lib/http/event_stream.ts";
 
 /**
  * GET /addresses/events: the caller's changes as Server-Sent Events, one event per change (the
@@ -81,13 +86,8 @@ const watchAddresses = createRoute({
   },
 });
 
-/** How the door paces a stream. */
-export interface EventsDoorOptions {
-  /** A comment line this often keeps proxies from cutting an idle stream. */
-  heartbeatMs?: number;
-  /** Bytes queued for a client that does not read before its stream ends. */
-  maxQueuedBytes?: number;
-}
+/** How the door paces a stream (the defaults: a heartbeat every 15 s, 256 KB queued). */
+export type EventsDoorOptions = Partial<EventStreamPace>;
 
 const encoder = new TextEncoder();
 
@@ -109,53 +109,18 @@ export function eventOf(change: AddressChange): string {
 }
 
 /**
- * The response body: the opening position, then each change as the feed yields it. A queue
- * past `maxQueuedBytes` (a client that stopped reading) ends the stream after what is queued,
- * so the client resumes from the last event it got and the server holds no backlog.
+ * The response body: the opening position, then each change as the feed yields it. A storage
+ * failure mid-stream ends it; the client resumes with the last id it received.
  */
-export function eventStream(
-  stream: FeedStream,
-  options: Required<EventsDoorOptions>,
-): ReadableStream<Uint8Array> {
-  let heartbeat: ReturnType<typeof setInterval> | undefined;
-  let open = true;
-  const stop = () => {
-    open = false;
-    clearInterval(heartbeat);
-    stream.close();
-  };
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      const send = (text: string | Uint8Array) => {
-        if (!open) return false;
-        controller.enqueue(typeof text === "string" ? encoder.encode(text) : text);
-        return true;
-      };
-      const close = () => {
-        if (!open) return;
-        stop();
-        controller.close();
-      };
-      // An `id:` without data dispatches no event, but is the position a reconnect resumes from.
-      send(`: changes of this caller\nid: ${stream.position}\n\n`);
-      heartbeat = setInterval(() => send(": keep-alive\n\n"), options.heartbeatMs);
-      void (async () => {
-        try {
-          for await (const change of stream) {
-            if (!send(bytesOf(change))) return;
-            if ((controller.desiredSize ?? 1) <= 0) break; // a slow reader: end after the queue
-          }
-        } catch {
-          // Storage failed mid-stream: the client resumes with the last id it received.
-        }
-        close();
-      })();
-    },
-    cancel() {
-      // The client went away.
-      stop();
-    },
-  }, new ByteLengthQueuingStrategy({ highWaterMark: options.maxQueuedBytes }));
+export function eventStream(stream: FeedStream, pace: EventStreamPace): ReadableStream<Uint8Array> {
+  async function* events() {
+    for await (const change of stream) yield bytesOf(change);
+  }
+  return eventStreamBody(events(), pace, {
+    // An `id:` without data dispatches no event, but is the position a reconnect resumes from.
+    first: `: changes of this caller\nid: ${stream.position}\n\n`,
+    stop: () => stream.close(),
+  });
 }
 
 /** Registers the route; before the address routes, so `/addresses/events` is not an id. */
@@ -168,26 +133,15 @@ export function addressEventsRoutes(
   app.openapi(watchAddresses, async (c) => {
     const caller = c.get("caller");
     const after = c.req.valid("header")["last-event-id"] ?? c.req.valid("query").after;
-    const signals = [c.req.raw.signal];
-    const left = caller.expiresAt === undefined ? Infinity : caller.expiresAt - Date.now();
-    // A timer holds at most 2^31 - 1 ms (about 24 days); a token valid longer is not ended.
-    if (left < 2 ** 31 - 1) signals.push(AbortSignal.timeout(Math.max(0, left)));
     // Refusals (limits, a bad or expired token) are thrown here, before the first byte.
     const stream = await feed.open(caller.owner, {
       after: after === "" ? undefined : after,
       caller: caller.subject ?? caller.owner,
-      signal: AbortSignal.any(signals),
+      signal: c.req.raw.signal,
+      until: caller.expiresAt,
     });
     return preEncoded(
-      new Response(eventStream(stream, paced), {
-        headers: {
-          "content-type": "text/event-stream; charset=utf-8",
-          "cache-control": "no-store, no-transform",
-          "x-request-id": c.get("requestId"),
-          // Proxies that buffer (nginx) pass each event on at once.
-          "x-accel-buffering": "no",
-        },
-      }),
+      new Response(eventStream(stream, paced), { headers: eventStreamHeaders(c.get("requestId")) }),
     );
   });
 }

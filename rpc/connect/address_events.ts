@@ -34,9 +34,6 @@ function eventOf(change: AddressChange): AddressEvent {
   });
 }
 
-/** The longest a timer holds (2^31 - 1 ms, about 24 days): a token valid longer is not ended. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /** The method, over `feed` (absent where this process serves no feed: unit-test listeners). */
 export function watchAddresses(feed: AddressFeed | undefined) {
   return async function* (
@@ -47,13 +44,11 @@ export function watchAddresses(feed: AddressFeed | undefined) {
       throw new AppError("service-unavailable", "This listener serves no live updates.");
     }
     const caller = callerOf(context);
-    const signals = [context.signal];
-    const left = caller.expiresAt === undefined ? Infinity : caller.expiresAt - Date.now();
-    if (left < MAX_TIMER_MS) signals.push(AbortSignal.timeout(Math.max(0, left)));
     const stream = await feed.open(caller.owner, {
       after: request.resumeToken === "" ? undefined : request.resumeToken,
       caller: caller.subject ?? caller.owner,
-      signal: AbortSignal.any(signals),
+      signal: context.signal,
+      until: caller.expiresAt,
     });
     try {
       // The position first, so a client that goes away before any change resumes without loss.

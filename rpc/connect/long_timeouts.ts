@@ -2,8 +2,9 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { type HandlerCall, wrapHandlers } from "./wrap_handlers.ts";
 
-/** The longest delay a timer can wait: 2^31 − 1 ms, about 24.8 days. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from "../../lib/timers.ts";
+
+export { MAX_TIMER_MS };
 // A Map, like every table looked up by a string from outside (here the header's unit).
 const GRPC_UNIT_MS = new Map([
   ["H", 3_600_000],

@@ -1,4 +1,5 @@
 import { AppError } from "../../lib/errors.ts";
+import { MAX_TIMER_MS } from "../../lib/timers.ts";
 import { pageTokens } from "./page_tokens.ts";
 import { withKvRetry } from "../kv/retry.ts";
 import { getAll } from "../kv/read.ts";
@@ -39,10 +40,13 @@ export function feedTokens(kv: Deno.Kv): FeedTokens {
   const tokens = pageTokens(kv, {
     listing: "addresses.v1/events",
     first: 0,
-    invalid: () =>
-      new AppError("invalid-parameter", "The resume token is not one this server issued."),
+    invalid: invalidToken,
   });
   return { seal: tokens.after, open: tokens.position };
+}
+
+function invalidToken(): AppError {
+  return new AppError("invalid-parameter", "The resume token is not one this server issued.");
 }
 
 /** A caller's open stream of changes. */
@@ -72,8 +76,10 @@ interface OpenOptions {
   after?: string | undefined;
   /** Who holds the stream, for the per-caller limit (the owner, or the client's address). */
   caller: string;
-  /** Ends the stream when aborted (the client went away, the token expired). */
+  /** Ends the stream when aborted (the client went away). */
   signal?: AbortSignal;
+  /** Ends the stream then (ms since the epoch): when the caller's token expires. */
+  until?: number | undefined;
 }
 
 /** How the feed reads and bounds. */
@@ -248,10 +254,8 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
     const head = seqOf(await withKvRetry(() => kv.get<Deno.KvU64>(seqKey(owner))));
     if (after === undefined) return head;
     const n = await options.tokens.open(owner, after);
-    if (n > head) {
-      // A token this KV sealed for this owner is never ahead of the owner's log.
-      throw new AppError("invalid-parameter", "The resume token is not one this server issued.");
-    }
+    // A token this KV sealed for this owner is never ahead of the owner's log.
+    if (n > head) throw invalidToken();
     if (n === head) return n;
     const next = await withKvRetry(() => kv.get<ChangeRecord>(changeKey(owner, n + 1)));
     if (next.value === null || next.value.at < now() - options.retentionMs) {
@@ -271,7 +275,7 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
       return open;
     },
 
-    async open(owner, { after, caller, signal }) {
+    async open(owner, { after, caller, signal, until }) {
       if (open >= options.maxStreams) {
         throw new AppError("rate-limited", "Too many streams are open on this server.", {
           retryAfter: 5,
@@ -284,8 +288,6 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
           { retryAfter: 5 },
         );
       }
-      let position = await startOf(owner, after);
-      let token = after ?? await options.tokens.seal(owner, position);
       let buffered: AddressChange[] = [];
       let ended = false;
       let wakeUp: (() => void) | undefined;
@@ -297,9 +299,25 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
           wakeUp?.();
         },
       };
+      // The place is taken before anything is awaited, so streams opening together cannot pass
+      // the limits between the check and the count.
+      add(reader, caller);
+      let position: number;
+      let token: string;
+      try {
+        position = await startOf(owner, after);
+        token = after ?? await options.tokens.seal(owner, position);
+      } catch (error) {
+        remove(reader, caller);
+        throw error;
+      }
+      // A stream due to end further away than a timer can wait is not timed.
+      const left = until === undefined ? Infinity : until - now();
+      const timer = left < MAX_TIMER_MS ? setTimeout(() => end(), Math.max(0, left)) : undefined;
       const end = () => {
         if (ended) return;
         ended = true;
+        clearTimeout(timer);
         remove(reader, caller);
         streams.delete(stream);
         wakeUp?.();
@@ -366,7 +384,6 @@ export function openAddressFeed(kv: Deno.Kv, options: FeedOptions): AddressFeed 
           return Promise.resolve({ done: true, value: undefined });
         },
       };
-      add(reader, caller);
       streams.add(stream);
       if (signal?.aborted) end();
       return stream;
