@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 /**
  * An address, defined once. The table below is the only list of its fields; from it come the
@@ -91,7 +91,7 @@ function requestField(field: AddressField) {
   if (field.pattern !== undefined) {
     schema = schema.regex(field.pattern.regex, field.pattern.message);
   }
-  return schema.openapi({
+  return schema.meta({
     // Set here: zod-to-openapi would write the regex with its flags (`…$/u`), which is no JSON
     // Schema pattern.
     ...(field.pattern && { pattern: field.pattern.documented }),
@@ -105,7 +105,7 @@ function requestField(field: AddressField) {
  * reads it; so every style means one thing by it) or a value by the field's rules.
  */
 function optionalInputField(field: AddressField) {
-  return requestField(field).nullish().transform((value) => value ?? undefined).openapi({
+  return requestField(field).nullish().transform((value) => value ?? undefined).meta({
     description: `${field.description ?? ""}${field.description ? " " : ""}Optional: ` +
       "`null` means absent, as leaving it out.",
   });
@@ -133,7 +133,7 @@ export function addressSchemas<T extends AnyTable>(table: T) {
   return {
     input: z.object(shapeOf(table, requestField, optionalInputField)),
     stored: z.object({
-      id: z.number().int().positive().openapi({ example: 1 }),
+      id: z.number().int().positive().meta({ example: 1 }),
       ...shapeOf(table, () => z.string(), () => z.string().optional()),
     }),
     patch: z.object(
@@ -152,21 +152,22 @@ const SCHEMAS = addressSchemas(ADDRESS_FIELDS);
  * The body of POST /addresses and PUT /addresses/{id}; unknown members are ignored, `null` on an
  * optional field is absent (and 400 `invalid-field` on a required one).
  */
-export const AddressInputSchema = SCHEMAS.input.openapi("AddressInput", {
+export const AddressInputSchema = SCHEMAS.input.meta({
+  id: "AddressInput",
   description: "An address as a create or a replace gives it. Unknown members are ignored; " +
     "`null` on an optional member means absent, as leaving it out, and is 400 `invalid-field` " +
     "on a required one.",
 });
 
 /** A stored address. */
-export const AddressSchema = SCHEMAS.stored.openapi("Address");
+export const AddressSchema = SCHEMAS.stored.meta({ id: "Address" });
 
 /**
  * A JSON Merge Patch of an address (RFC 7396): members sent change, unknown members are
  * ignored; `null` removes an optional field and is 400 `invalid-field` on a required one (the
  * schema refuses it).
  */
-export const AddressPatchSchema = SCHEMAS.patch.openapi("AddressMergePatch");
+export const AddressPatchSchema = SCHEMAS.patch.meta({ id: "AddressMergePatch" });
 
 /** An address as a request gives it (without its id). */
 export type AddressInput = z.infer<typeof AddressInputSchema>;

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 
 /**
  * An Idempotency-Key (IETF httpapi draft): 1 to 255 visible ASCII characters. One rule for every

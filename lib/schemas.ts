@@ -1,19 +1,24 @@
-import { z } from "@hono/zod-openapi";
+import { z } from "zod";
 import { AddressSchema } from "./address.ts";
+
+// OpenAPI metadata is zod's own `.meta()` here and in lib/address.ts (zod-to-openapi reads it; an
+// `id` names the component): the gRPC child validates with these schemas and so loads zod alone,
+// not @hono/zod-openapi and its generator. zod gives `.openapi()` only to schemas made after
+// @hono/zod-openapi has loaded, so the REST side documents these with `.meta()` or a copy.
 
 /** An author of a book. */
 const AuthorSchema = z.object({
   firstName: z.string().min(1),
   lastName: z.string().min(1),
-}).openapi("Author");
+}).meta({ id: "Author" });
 
 /** A book of the catalogue, as served by REST and read from the seed file. */
 export const BookSchema = z.object({
-  id: z.number().int().positive().openapi({ example: 1 }),
-  title: z.string().min(1).openapi({ example: "Things Fall Apart" }),
-  year: z.number().int().openapi({ example: 1958 }),
+  id: z.number().int().positive().meta({ example: 1 }),
+  title: z.string().min(1).meta({ example: "Things Fall Apart" }),
+  year: z.number().int().meta({ example: 1958 }),
   author: AuthorSchema,
-}).openapi("Book");
+}).meta({ id: "Book" });
 
 /** The seed file: a JSON array of books with unique ids. */
 export const CatalogueSchema = z.array(BookSchema).refine(
@@ -24,10 +29,10 @@ export const CatalogueSchema = z.array(BookSchema).refine(
 /** One page of addresses. */
 export const AddressPageSchema = z.object({
   addresses: z.array(AddressSchema),
-  nextCursor: z.string().nullable().openapi({
+  nextCursor: z.string().nullable().meta({
     description: "Opaque cursor for the next page; null on the last page.",
   }),
-}).openapi("AddressPage");
+}).meta({ id: "AddressPage" });
 
 /** A positive integer id in a path (`/api/book/{id}`, `/addresses/{id}`). */
 /** A resource id as a path segment: a positive integer, canonical decimal, at most 16 digits. */
@@ -37,7 +42,7 @@ export const IdParamSchema = z.object({
   id: z.string().regex(ID_PATTERN, "must be a positive integer")
     .transform(Number)
     .refine(Number.isSafeInteger, "must be a positive integer")
-    .openapi({
+    .meta({
       param: { name: "id", in: "path" },
       type: "integer",
       minimum: 1,
@@ -61,12 +66,12 @@ export const AddressListQuerySchema = z.object({
     .transform(Number)
     .refine(isPageSize, PAGE_SIZE_RULE)
     .optional()
-    .openapi({
+    .meta({
       param: { name: "limit", in: "query" },
       type: "integer",
       example: PAGE_SIZE.default,
     }),
-  cursor: z.string().max(200).optional().openapi({
+  cursor: z.string().max(200).optional().meta({
     param: { name: "cursor", in: "query" },
     description: "A `nextCursor` of an earlier page, opaque. It is the caller's: one another " +
       "owner holds, an edited one, or one of another server's storage is 400 " +
@@ -77,36 +82,36 @@ export const AddressListQuerySchema = z.object({
 /** Detailed error body (docs/errors.md, The bodies). */
 export const ErrorBodySchema = z.object({
   errors: z.array(z.object({
-    error: z.string().openapi({ example: "book-not-found" }),
+    error: z.string().meta({ example: "book-not-found" }),
     message: z.string(),
     detail: z.string(),
-    help: z.string().optional().openapi({
+    help: z.string().optional().meta({
       format: "uri-reference",
       description: "The entry of the error code in the error reference (`/docs/errors#<code>`).",
       example: "/docs/errors#book-not-found",
     }),
   })),
-}).openapi("Errors");
+}).meta({ id: "Errors" });
 
 /** RFC 7807 problem details, answered to `Accept: application/problem+json`. */
 export const ProblemSchema = z.object({
-  type: z.string().openapi({
+  type: z.string().meta({
     format: "uri-reference",
     description: "The error code's entry in the error reference.",
     example: "/docs/errors#book-not-found",
   }),
-  title: z.string().openapi({ example: "The book was not found." }),
-  status: z.number().int().openapi({ example: 404 }),
-  detail: z.string().openapi({ example: "No book has id 99999." }),
-  instance: z.string().openapi({
+  title: z.string().meta({ example: "The book was not found." }),
+  status: z.number().int().meta({ example: 404 }),
+  detail: z.string().meta({ example: "No book has id 99999." }),
+  instance: z.string().meta({
     format: "uri-reference",
     description: "The path and the request id of this occurrence.",
     example: "/api/book/99999#request-5b0c1f8e-0a43-4c53-9d0b-0f6f7d2a4f11",
   }),
-  errors: z.array(z.object({ error: z.string(), detail: z.string() })).openapi({
+  errors: z.array(z.object({ error: z.string(), detail: z.string() })).meta({
     description: "Every problem of the request (the first one is `type` and `detail`).",
   }),
-}).openapi("Problem");
+}).meta({ id: "Problem" });
 
 /** The media type of RFC 7807 problem details. */
 export const PROBLEM_JSON = "application/problem+json";

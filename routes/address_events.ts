@@ -23,7 +23,9 @@ const EventTypeSchema = z.enum(["created", "replaced", "updated", "deleted"]);
 const AddressEventSchema = z.object({
   type: EventTypeSchema,
   id: z.number().int().openapi({ example: 1 }),
-  address: AddressSchema.optional().openapi({
+  // Named again: zod-to-openapi reads the name `.meta({ id })` gives AddressSchema from that
+  // schema alone, so the optional one would be inlined instead of referring to it.
+  address: AddressSchema.optional().openapi(AddressSchema.meta()!.id!, {
     description: "The address as stored by the change; absent for `deleted`.",
   }),
   etag: z.string().optional().openapi({

@@ -76,7 +76,7 @@ const eraseAddresses = createRoute({
     "Needs the scope `addresses:write`.",
   request: {
     headers: z.object({
-      "if-match": IfMatchSchema.openapi({
+      "if-match": IfMatchSchema.meta({
         param: { name: "if-match", in: "header" },
         description: "`*` to confirm (the collection has no other ETag: any other value is " +
           "412 `precondition-failed`).",

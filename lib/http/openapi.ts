@@ -1,4 +1,5 @@
-import { type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "zod";
 import { VENDOR_JSON, VENDOR_JSON_V2 } from "./negotiate.ts";
 import { ErrorBodySchema, PROBLEM_JSON, ProblemSchema } from "../schemas.ts";
 
@@ -33,21 +34,21 @@ export const NOT_MODIFIED = {
 
 /** `If-None-Match` on a conditional read. */
 export const IfNoneMatchHeaderSchema = z.object({
-  "if-none-match": z.string().optional().openapi({
+  "if-none-match": z.string().optional().meta({
     param: { name: "if-none-match", in: "header" },
     description: "ETags (or `*`) the client holds; a match answers 304 without a body.",
   }),
 });
 
 /** `If-Match` on a write. */
-export const IfMatchSchema = z.string().max(1000).optional().openapi({
+export const IfMatchSchema = z.string().max(1000).optional().meta({
   param: { name: "if-match", in: "header" },
   description: "Only act if the address still has one of these ETags, or exists for `*` " +
     "(else 412 `precondition-failed`).",
 });
 
 /** `If-None-Match` on a write of one address (RFC 9110 13.1.2, evaluated after If-Match). */
-export const IfNoneMatchWriteSchema = z.string().max(1000).optional().openapi({
+export const IfNoneMatchWriteSchema = z.string().max(1000).optional().meta({
   param: { name: "if-none-match", in: "header" },
   description: "Only act if the caller's address at this id has none of these ETags (weak " +
     "comparison: `W/` is ignored), or, with `*`, if the caller has no address at this id: " +
@@ -58,12 +59,12 @@ export const IfNoneMatchWriteSchema = z.string().max(1000).optional().openapi({
 
 /** `If-Match` and `If-None-Match` on a write to the collection `/addresses`. */
 export const CollectionConditionSchemas = {
-  "if-match": z.string().max(1000).optional().openapi({
+  "if-match": z.string().max(1000).optional().meta({
     param: { name: "if-match", in: "header" },
     description: "The collection has no ETag: only `*` holds (it always exists); any other " +
       "value is 412 `precondition-failed`.",
   }),
-  "if-none-match": z.string().max(1000).optional().openapi({
+  "if-none-match": z.string().max(1000).optional().meta({
     param: { name: "if-none-match", in: "header" },
     description: "The collection always exists and has no ETag: `*` is 412 " +
       "`precondition-failed` (RFC 9110 13.1.2); a list of ETags never matches, so the request " +
@@ -134,8 +135,10 @@ const SHARED_RESPONSES = {
 
 /** Registers the error schemas and the shared answers that the references below name. */
 export function registerSharedResponses(registry: OpenAPIHono["openAPIRegistry"]): void {
-  registry.register("Errors", ErrorBodySchema);
-  registry.register("Problem", ProblemSchema);
+  // Copies: `register` calls `.openapi`, which zod gives only to schemas made after
+  // @hono/zod-openapi extends it, and these are made in lib/, which loads without it.
+  registry.register("Errors", ErrorBodySchema.clone());
+  registry.register("Problem", ProblemSchema.clone());
   for (const [name, response] of Object.entries(SHARED_RESPONSES)) {
     registry.registerComponent("responses", name, response);
   }

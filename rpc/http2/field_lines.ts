@@ -1,4 +1,7 @@
-import hpack from "hpack.js";
+// Its two tables alone: the package's entry also loads its stream (de)compressors and
+// readable-stream, which nothing here uses.
+import huffmanTable from "hpack.js/lib/hpack/huffman.js";
+import staticTable from "hpack.js/lib/hpack/static-table.js";
 import type { FrameObserver } from "./goaway_filter.ts";
 
 const HEADERS = 0x1;
@@ -149,7 +152,7 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-const STATIC_NAMES: readonly string[] = (hpack["static-table"].table as { name: string }[])
+const STATIC_NAMES: readonly string[] = (staticTable.table as { name: string }[])
   .map((entry) => entry.name);
 
 /** Reads HPACK's primitives (RFC 7541, section 5) off one header block. */
@@ -210,7 +213,7 @@ class Reader {
 
 // The canonical Huffman code of RFC 7541 (Appendix B), from hpack.js's table of [bits, code] per
 // symbol: per code length, the first code and the symbols in code order.
-const CODES = hpack.huffman.encode as [number, number][];
+const CODES = huffmanTable.encode as [number, number][];
 const BY_LENGTH = (() => {
   const symbols = CODES.map(([bits, code], symbol) => ({ bits, code, symbol }))
     .sort((a, b) => a.bits - b.bits || a.code - b.code);
