@@ -139,6 +139,26 @@ export function startRawKvAddressBook(
 }
 
 /**
+ * A minimal @hono/zod-openapi app reading an address by id from Deno KV
+ * (bench/peers/zod_openapi_kv.ts): the stack's floor for the matrix's REST read by id.
+ */
+export function startZodOpenApiKv(
+  place: PeerPlace,
+  kvPath: string,
+  headers: CeilingHeaders,
+): Promise<Service> {
+  return startDenoPeer(place, {
+    name: STACK_FLOOR,
+    file: "zod_openapi_kv.ts",
+    env: { KV_PATH: kvPath, HEADERS: JSON.stringify(headers) },
+    flags: [`--allow-write=${kvPath.slice(0, kvPath.lastIndexOf("/"))}`],
+  });
+}
+
+/** The name of the stack's floor (startZodOpenApiKv) in reports. */
+export const STACK_FLOOR = "@hono/zod-openapi alone on KV";
+
+/**
  * A bare node:http2 server doing the address book's gRPC methods straight on Deno KV
  * (bench/peers/bare_http2_address_book.ts), on the KV file `kvPath`.
  */

@@ -11,8 +11,10 @@ import { buildGrpcGo, findGoToolchain } from "../grpc_go.ts";
 import { GRPC_RESTART, startOurs } from "../ours.ts";
 import {
   type CeilingHeaders,
+  STACK_FLOOR,
   startBareHttp2AddressBook,
   startRawKvAddressBook,
+  startZodOpenApiKv,
 } from "../peer_services.ts";
 import type { Target, Workload } from "../runner.ts";
 import { copyKv, seedAddresses, SEEDING } from "../seed_addresses.ts";
@@ -231,6 +233,26 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
     });
   };
 
+  // The stack alone (bench/peers/zod_openapi_kv.ts), for the one cell it serves: what the
+  // framework this server is built on costs over the ceiling, and this server over it.
+  const stackFloor = (headers: Promise<CeilingHeaders>) =>
+    cellContender({
+      ctx,
+      name: STACK_FLOOR,
+      role: "peer",
+      op: "read",
+      framing: "REST",
+      ours: false,
+      start: async () => {
+        const kvDir = await copy("read");
+        const service = await startZodOpenApiKv(place, `${kvDir}/kv.sqlite3`, await headers);
+        copies.set(service, kvDir);
+        return service;
+      },
+      discard,
+      requests: () => requestsOf("read", "REST"),
+    });
+
   const clients = Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
   const workloads: Workload[] = [];
   for (const op of OPERATIONS) {
@@ -242,6 +264,7 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
       const rest = write && framing !== "REST"
         ? [ours(op, "REST", OURS_REST, "peer").contender]
         : [];
+      const floor = op === "read" && framing === "REST" ? [stackFloor(mine.headers)] : [];
       const against = grpc ? BARE_KV_BOOK : RAW_KV_BOOK;
       const targets: Target[] = write
         ? (framing === "REST" ? [] : [{ against: OURS_REST, min: WRITE_MIN }])
@@ -258,9 +281,13 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
             `${GRPC_STREAMS} streams, HTTP/2 cleartext`
           : `wrk, ${ctx.opts.connections} connections, HTTP/1.1 keep-alive`) +
           `; ${loadOf(op, deletes)}` +
-          (rest.length > 0 ? `; ${OURS_REST}: the same write over REST, wrk` : ""),
+          (rest.length > 0 ? `; ${OURS_REST}: the same write over REST, wrk` : "") +
+          (floor.length > 0
+            ? `; ${STACK_FLOOR}: a minimal @hono/zod-openapi app doing the ceiling's read ` +
+              "with the same headers (bench/peers/zod_openapi_kv.ts), wrk"
+            : ""),
         checks: CHECKS + (op === "delete" ? DELETE_CHECKS : ""),
-        contenders: [mine.contender, top, ...rest],
+        contenders: [mine.contender, top, ...rest, ...floor],
         targets,
         notes: [
           `seeded with ${
