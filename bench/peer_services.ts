@@ -138,25 +138,31 @@ export function startRawKvAddressBook(
   });
 }
 
+/** The stack's floors for a read by id on the HTTP port: the library each framing is built on. */
+export const STACK_FLOORS = {
+  /** A minimal @hono/zod-openapi app (bench/peers/zod_openapi_kv.ts). */
+  REST: { name: "@hono/zod-openapi alone on KV", file: "zod_openapi_kv.ts" },
+  /** Connect's own router and handler on Deno.serve (bench/peers/connect_kv.ts). */
+  Connect: { name: "Connect's handler alone on KV", file: "connect_kv.ts" },
+} as const;
+
 /**
- * A minimal @hono/zod-openapi app reading an address by id from Deno KV
- * (bench/peers/zod_openapi_kv.ts): the stack's floor for the matrix's REST read by id.
+ * The stack's floor `floor` (STACK_FLOORS) reading addresses by id from the KV file `kvPath`,
+ * sending `headers` as the matrix's HTTP ceiling does.
  */
-export function startZodOpenApiKv(
+export function startStackFloor(
   place: PeerPlace,
+  floor: keyof typeof STACK_FLOORS,
   kvPath: string,
   headers: CeilingHeaders,
 ): Promise<Service> {
   return startDenoPeer(place, {
-    name: STACK_FLOOR,
-    file: "zod_openapi_kv.ts",
+    name: STACK_FLOORS[floor].name,
+    file: STACK_FLOORS[floor].file,
     env: { KV_PATH: kvPath, HEADERS: JSON.stringify(headers) },
     flags: [`--allow-write=${kvPath.slice(0, kvPath.lastIndexOf("/"))}`],
   });
 }
-
-/** The name of the stack's floor (startZodOpenApiKv) in reports. */
-export const STACK_FLOOR = "@hono/zod-openapi alone on KV";
 
 /**
  * A bare node:http2 server doing the address book's gRPC methods straight on Deno KV

@@ -11,10 +11,10 @@ import { buildGrpcGo, findGoToolchain } from "../grpc_go.ts";
 import { GRPC_RESTART, startOurs } from "../ours.ts";
 import {
   type CeilingHeaders,
-  STACK_FLOOR,
+  STACK_FLOORS,
   startBareHttp2AddressBook,
   startRawKvAddressBook,
-  startZodOpenApiKv,
+  startStackFloor,
 } from "../peer_services.ts";
 import type { Target, Workload } from "../runner.ts";
 import { copyKv, seedAddresses, SEEDING } from "../seed_addresses.ts";
@@ -233,25 +233,29 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
     });
   };
 
-  // The stack alone (bench/peers/zod_openapi_kv.ts), for the one cell it serves: what the
-  // framework this server is built on costs over the ceiling, and this server over it.
-  const stackFloor = (headers: Promise<CeilingHeaders>) =>
-    cellContender({
+  // The library a framing is built on, alone (bench/peers/zod_openapi_kv.ts for REST,
+  // connect_kv.ts for Connect and gRPC-Web), for the read by id: what the library costs over the
+  // ceiling, and this server over the library.
+  const stackFloor = (framing: Framing, headers: Promise<CeilingHeaders>) => {
+    const floor = framing === "REST" ? "REST" : "Connect";
+    return cellContender({
       ctx,
-      name: STACK_FLOOR,
+      name: STACK_FLOORS[floor].name,
       role: "peer",
       op: "read",
-      framing: "REST",
+      framing,
       ours: false,
       start: async () => {
         const kvDir = await copy("read");
-        const service = await startZodOpenApiKv(place, `${kvDir}/kv.sqlite3`, await headers);
+        const kvPath = `${kvDir}/kv.sqlite3`;
+        const service = await startStackFloor(place, floor, kvPath, await headers);
         copies.set(service, kvDir);
         return service;
       },
       discard,
-      requests: () => requestsOf("read", "REST"),
+      requests: () => requestsOf("read", framing),
     });
+  };
 
   const clients = Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
   const workloads: Workload[] = [];
@@ -264,7 +268,9 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
       const rest = write && framing !== "REST"
         ? [ours(op, "REST", OURS_REST, "peer").contender]
         : [];
-      const floor = op === "read" && framing === "REST" ? [stackFloor(mine.headers)] : [];
+      const floor = op === "read" && ["REST", "Connect", "gRPC-Web"].includes(framing)
+        ? [stackFloor(framing, mine.headers)]
+        : [];
       const against = grpc ? BARE_KV_BOOK : RAW_KV_BOOK;
       const targets: Target[] = write
         ? (framing === "REST" ? [] : [{ against: OURS_REST, min: WRITE_MIN }])
@@ -283,8 +289,9 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
           `; ${loadOf(op, deletes)}` +
           (rest.length > 0 ? `; ${OURS_REST}: the same write over REST, wrk` : "") +
           (floor.length > 0
-            ? `; ${STACK_FLOOR}: a minimal @hono/zod-openapi app doing the ceiling's read ` +
-              "with the same headers (bench/peers/zod_openapi_kv.ts), wrk"
+            ? `; ${floor[0]!.name}: the library this framing is built on, alone, doing the ` +
+              "ceiling's read with the same headers (bench/peers/" +
+              `${STACK_FLOORS[framing === "REST" ? "REST" : "Connect"].file}), wrk`
             : ""),
         checks: CHECKS + (op === "delete" ? DELETE_CHECKS : ""),
         contenders: [mine.contender, top, ...rest, ...floor],
