@@ -142,6 +142,8 @@ export function startRawKvAddressBook(
 export const STACK_FLOORS = {
   /** A minimal @hono/zod-openapi app (bench/peers/zod_openapi_kv.ts). */
   REST: { name: "@hono/zod-openapi alone on KV", file: "zod_openapi_kv.ts" },
+  /** graphql-js and graphql-jit on Deno.serve (bench/peers/graphql_kv.ts). */
+  GraphQL: { name: "graphql-jit alone on KV", file: "graphql_kv.ts" },
   /** Connect's own router and handler on Deno.serve (bench/peers/connect_kv.ts). */
   Connect: { name: "Connect's handler alone on KV", file: "connect_kv.ts" },
 } as const;

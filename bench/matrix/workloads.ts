@@ -234,10 +234,10 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
   };
 
   // The library a framing is built on, alone (bench/peers/zod_openapi_kv.ts for REST,
-  // connect_kv.ts for Connect and gRPC-Web), for the read by id: what the library costs over the
+  // graphql_kv.ts for GraphQL, connect_kv.ts for Connect and gRPC-Web), for the read by id: what the library costs over the
   // ceiling, and this server over the library.
   const stackFloor = (framing: Framing, headers: Promise<CeilingHeaders>) => {
-    const floor = framing === "REST" ? "REST" : "Connect";
+    const floor = floorOf(framing);
     return cellContender({
       ctx,
       name: STACK_FLOORS[floor].name,
@@ -268,9 +268,7 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
       const rest = write && framing !== "REST"
         ? [ours(op, "REST", OURS_REST, "peer").contender]
         : [];
-      const floor = op === "read" && ["REST", "Connect", "gRPC-Web"].includes(framing)
-        ? [stackFloor(framing, mine.headers)]
-        : [];
+      const floor = op === "read" && framing !== "gRPC" ? [stackFloor(framing, mine.headers)] : [];
       const against = grpc ? BARE_KV_BOOK : RAW_KV_BOOK;
       const targets: Target[] = write
         ? (framing === "REST" ? [] : [{ against: OURS_REST, min: WRITE_MIN }])
@@ -291,7 +289,7 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
           (floor.length > 0
             ? `; ${floor[0]!.name}: the library this framing is built on, alone, doing the ` +
               "ceiling's read with the same headers (bench/peers/" +
-              `${STACK_FLOORS[framing === "REST" ? "REST" : "Connect"].file}), wrk`
+              `${STACK_FLOORS[floorOf(framing)].file}), wrk`
             : ""),
         checks: CHECKS + (op === "delete" ? DELETE_CHECKS : ""),
         contenders: [mine.contender, top, ...rest, ...floor],
@@ -310,6 +308,11 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
     }
   }
   return workloads;
+}
+
+/** The library a framing of the HTTP port is built on (STACK_FLOORS). */
+function floorOf(framing: Framing): keyof typeof STACK_FLOORS {
+  return framing === "REST" || framing === "GraphQL" ? framing : "Connect";
 }
 
 const CHECKS = "before the load, through each contender: samples (one id of each size) checked " +
