@@ -6,8 +6,8 @@
 // nothing of this server's: no access log, gate, limits or negotiation. So ours ÷ it is what this
 // server adds over the libraries, and it ÷ the ceiling what they cost. KV_PATH names a copy of
 // the KV file. Prints one JSON `listening` line, like the server.
-import { buildSchema, parse, validate } from "graphql";
-import { compileQuery, isCompiledQuery } from "graphql-jit";
+import { buildSchema, type ExecutionResult, parse, validate } from "graphql";
+import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
 import { openAddressBook } from "./address_book_kv.ts";
 
 const kv = await Deno.openKv(Deno.env.get("KV_PATH")!);
@@ -28,7 +28,7 @@ schema.getQueryType()!.getFields().address!.resolve = async (_, { id }) => {
   return stored && { ...stored.address, etag: stored.etag };
 };
 
-type Compiled = ReturnType<typeof compileQuery>;
+type Compiled = CompiledQuery | ExecutionResult;
 const compiled = new Map<string, Compiled>();
 
 function compiledOf(query: string, operationName: string | undefined): Compiled {
@@ -36,9 +36,7 @@ function compiledOf(query: string, operationName: string | undefined): Compiled 
   if (known === undefined) {
     const document = parse(query);
     const errors = validate(schema, document);
-    known = errors.length > 0
-      ? { errors } as unknown as Compiled
-      : compileQuery(schema, document, operationName);
+    known = errors.length > 0 ? { errors } : compileQuery(schema, document, operationName);
     compiled.set(query, known);
   }
   return known;
