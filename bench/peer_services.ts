@@ -138,6 +138,34 @@ export function startRawKvAddressBook(
   });
 }
 
+/** The stack's floors for a read by id on the HTTP port: the library each framing is built on. */
+export const STACK_FLOORS = {
+  /** A minimal @hono/zod-openapi app (bench/peers/zod_openapi_kv.ts). */
+  REST: { name: "@hono/zod-openapi alone on KV", file: "zod_openapi_kv.ts" },
+  /** graphql-js and graphql-jit on Deno.serve (bench/peers/graphql_kv.ts). */
+  GraphQL: { name: "graphql-jit alone on KV", file: "graphql_kv.ts" },
+  /** Connect's own router and handler on Deno.serve (bench/peers/connect_kv.ts). */
+  Connect: { name: "Connect's handler alone on KV", file: "connect_kv.ts" },
+} as const;
+
+/**
+ * The stack's floor `floor` (STACK_FLOORS) reading addresses by id from the KV file `kvPath`,
+ * sending `headers` as the matrix's HTTP ceiling does.
+ */
+export function startStackFloor(
+  place: PeerPlace,
+  floor: keyof typeof STACK_FLOORS,
+  kvPath: string,
+  headers: CeilingHeaders,
+): Promise<Service> {
+  return startDenoPeer(place, {
+    name: STACK_FLOORS[floor].name,
+    file: STACK_FLOORS[floor].file,
+    env: { KV_PATH: kvPath, HEADERS: JSON.stringify(headers) },
+    flags: [`--allow-write=${kvPath.slice(0, kvPath.lastIndexOf("/"))}`],
+  });
+}
+
 /**
  * A bare node:http2 server doing the address book's gRPC methods straight on Deno KV
  * (bench/peers/bare_http2_address_book.ts), on the KV file `kvPath`.

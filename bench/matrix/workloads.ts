@@ -11,8 +11,10 @@ import { buildGrpcGo, findGoToolchain } from "../grpc_go.ts";
 import { GRPC_RESTART, startOurs } from "../ours.ts";
 import {
   type CeilingHeaders,
+  STACK_FLOORS,
   startBareHttp2AddressBook,
   startRawKvAddressBook,
+  startStackFloor,
 } from "../peer_services.ts";
 import type { Target, Workload } from "../runner.ts";
 import { copyKv, seedAddresses, SEEDING } from "../seed_addresses.ts";
@@ -231,6 +233,30 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
     });
   };
 
+  // The library a framing is built on, alone (bench/peers/zod_openapi_kv.ts for REST,
+  // graphql_kv.ts for GraphQL, connect_kv.ts for Connect and gRPC-Web), for the read by id: what the library costs over the
+  // ceiling, and this server over the library.
+  const stackFloor = (framing: Framing, headers: Promise<CeilingHeaders>) => {
+    const floor = floorOf(framing);
+    return cellContender({
+      ctx,
+      name: STACK_FLOORS[floor].name,
+      role: "peer",
+      op: "read",
+      framing,
+      ours: false,
+      start: async () => {
+        const kvDir = await copy("read");
+        const kvPath = `${kvDir}/kv.sqlite3`;
+        const service = await startStackFloor(place, floor, kvPath, await headers);
+        copies.set(service, kvDir);
+        return service;
+      },
+      discard,
+      requests: () => requestsOf("read", framing),
+    });
+  };
+
   const clients = Math.max(1, Math.round(ctx.opts.connections / GRPC_STREAMS));
   const workloads: Workload[] = [];
   for (const op of OPERATIONS) {
@@ -242,6 +268,7 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
       const rest = write && framing !== "REST"
         ? [ours(op, "REST", OURS_REST, "peer").contender]
         : [];
+      const floor = op === "read" && framing !== "gRPC" ? [stackFloor(framing, mine.headers)] : [];
       const against = grpc ? BARE_KV_BOOK : RAW_KV_BOOK;
       const targets: Target[] = write
         ? (framing === "REST" ? [] : [{ against: OURS_REST, min: WRITE_MIN }])
@@ -258,9 +285,14 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
             `${GRPC_STREAMS} streams, HTTP/2 cleartext`
           : `wrk, ${ctx.opts.connections} connections, HTTP/1.1 keep-alive`) +
           `; ${loadOf(op, deletes)}` +
-          (rest.length > 0 ? `; ${OURS_REST}: the same write over REST, wrk` : ""),
+          (rest.length > 0 ? `; ${OURS_REST}: the same write over REST, wrk` : "") +
+          (floor.length > 0
+            ? `; ${floor[0]!.name}: the library this framing is built on, alone, doing the ` +
+              "ceiling's read with the same headers (bench/peers/" +
+              `${STACK_FLOORS[floorOf(framing)].file}), wrk`
+            : ""),
         checks: CHECKS + (op === "delete" ? DELETE_CHECKS : ""),
-        contenders: [mine.contender, top, ...rest],
+        contenders: [mine.contender, top, ...rest, ...floor],
         targets,
         notes: [
           `seeded with ${
@@ -276,6 +308,11 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
     }
   }
   return workloads;
+}
+
+/** The library a framing of the HTTP port is built on (STACK_FLOORS). */
+function floorOf(framing: Framing): keyof typeof STACK_FLOORS {
+  return framing === "REST" || framing === "GraphQL" ? framing : "Connect";
 }
 
 const CHECKS = "before the load, through each contender: samples (one id of each size) checked " +

@@ -29,7 +29,8 @@ export class RpcStatus extends Error {
   }
 }
 
-function message({ address, etag }: Stored): AddressMessage {
+/** The message of a stored address. */
+export function message({ address, etag }: Stored): AddressMessage {
   const init: Record<string, unknown> = { id: BigInt(address.id), etag };
   for (const name of FIELDS) if (address[name] !== undefined) init[name] = address[name];
   return create(AddressSchema, init);
