@@ -2,7 +2,7 @@
 // own router and universal handler (@connectrpc/connect, the library this server is built on)
 // on plain Deno.serve, with `GetAddress` alone implemented, doing the same KV read as the
 // matrix's ceiling (address_book_kv.ts) and encoding the message as it does (address_book_rpc.ts),
-// sending the same headers (HEADERS, as raw_kv_address_book.ts takes them), with nothing of this
+// sending the same headers (HEADERS, read by answer_headers.ts), with nothing of this
 // server's: no access log, gate, interceptor or error details. So ours ÷ it is what this server
 // adds over the library, and it ÷ the ceiling what the library costs. KV_PATH names a copy of
 // the KV file. Prints one JSON `listening` line, like the server.
@@ -11,14 +11,11 @@ import { universalServerResponseToFetch } from "@connectrpc/connect/protocol";
 import { AddressService } from "../../rpc/gen/addresses/v1/addresses_pb.ts";
 import { openAddressBook } from "./address_book_kv.ts";
 import { message } from "./address_book_rpc.ts";
+import { answerHeaders } from "./answer_headers.ts";
 
 const kv = await Deno.openKv(Deno.env.get("KV_PATH")!);
 const book = await openAddressBook(kv, []);
-const headers = JSON.parse(Deno.env.get("HEADERS") ?? '{"static":{},"dynamic":[]}') as {
-  static: Record<string, string>;
-  dynamic: string[];
-};
-const withRequestId = headers.dynamic.includes("x-request-id");
+const headersOf = answerHeaders();
 
 const router = createConnectRouter({ grpc: false });
 router.service(AddressService, {
@@ -48,10 +45,10 @@ async function handle(request: Request): Promise<Response> {
       contextValues: createContextValues(),
     }),
   );
-  for (const name in headers.static) {
-    if (!answer.headers.has(name)) answer.headers.set(name, headers.static[name]!);
+  const headers = headersOf();
+  for (const name in headers) {
+    if (!answer.headers.has(name)) answer.headers.set(name, headers[name]!);
   }
-  if (withRequestId) answer.headers.set("x-request-id", crypto.randomUUID());
   return answer;
 }
 

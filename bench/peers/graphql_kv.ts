@@ -2,21 +2,18 @@
 // graphql-jit's compiled execution (the libraries this server's endpoint is built on) on plain
 // Deno.serve, with one query field, `address(id)`, doing the same KV read as the matrix's ceiling
 // (address_book_kv.ts), each document parsed, validated and compiled once (the first time its
-// text is seen), sending the same headers (HEADERS, as raw_kv_address_book.ts takes them), with
+// text is seen), sending the same headers (HEADERS, read by answer_headers.ts), with
 // nothing of this server's: no access log, gate, limits or negotiation. So ours ÷ it is what this
 // server adds over the libraries, and it ÷ the ceiling what they cost. KV_PATH names a copy of
 // the KV file. Prints one JSON `listening` line, like the server.
 import { buildSchema, type ExecutionResult, parse, validate } from "graphql";
 import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
 import { openAddressBook } from "./address_book_kv.ts";
+import { answerHeaders } from "./answer_headers.ts";
 
 const kv = await Deno.openKv(Deno.env.get("KV_PATH")!);
 const book = await openAddressBook(kv, []);
-const headers = JSON.parse(Deno.env.get("HEADERS") ?? '{"static":{},"dynamic":[]}') as {
-  static: Record<string, string>;
-  dynamic: string[];
-};
-const withRequestId = headers.dynamic.includes("x-request-id");
+const headersOf = answerHeaders();
 
 const schema = buildSchema(`
   type Address { id: ID! name: String! city: String! postalCode: String! etag: String! }
@@ -48,9 +45,7 @@ async function handle(request: Request): Promise<Response> {
   const result = isCompiledQuery(compiled)
     ? await compiled.query(undefined, undefined, variables)
     : compiled;
-  const h: Record<string, string> = { ...headers.static };
-  if (withRequestId) h["x-request-id"] = crypto.randomUUID();
-  return new Response(JSON.stringify(result), { headers: h });
+  return new Response(JSON.stringify(result), { headers: headersOf() });
 }
 
 const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, handle);

@@ -10,6 +10,7 @@
 import { type AddressBook, NotFound, openAddressBook, type Stored } from "./address_book_kv.ts";
 import { addressCall, RpcStatus } from "./address_book_rpc.ts";
 import { graphqlAnswer } from "./address_book_graphql.ts";
+import { answerHeaders } from "./answer_headers.ts";
 
 const SERVICE = "/addresses.v1.AddressService/";
 const encoder = new TextEncoder();
@@ -21,20 +22,14 @@ const book: AddressBook = await openAddressBook(
   kv,
   (Deno.env.get("V1_KEPT") ?? "").split(",").filter((n) => n !== ""),
 );
-const headers = JSON.parse(Deno.env.get("HEADERS") ?? '{"static":{},"dynamic":[]}') as {
-  static: Record<string, string>;
-  dynamic: string[];
-};
-const withEtag = headers.dynamic.includes("etag");
-const withLocation = headers.dynamic.includes("location");
-const withRequestId = headers.dynamic.includes("x-request-id");
+const headersOf = answerHeaders();
 
 function answer(body: BodyInit | null, status: number, stored?: Stored): Response {
-  const h: Record<string, string> = { ...headers.static };
-  if (withRequestId) h["x-request-id"] = crypto.randomUUID();
-  if (stored && withEtag) h.etag = stored.etag;
-  if (stored && withLocation && status === 201) h.location = `/addresses/${stored.address.id}`;
-  return new Response(body, { status, headers: h });
+  const headers = headersOf({
+    etag: stored?.etag,
+    location: stored && status === 201 ? `/addresses/${stored.address.id}` : undefined,
+  });
+  return new Response(body, { status, headers });
 }
 
 const notFound = () => new Response('{"error":"not found"}', { status: 404 });
