@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 
 const CHILD = new URL("../../rpc/process/grpc_child.ts", import.meta.url);
 
-/** Packages the child must not load: the HTTP framework, the OpenAPI generator and its parts, GraphQL. */
+/** Packages the child must not load: the HTTP framework, the OpenAPI generator, GraphQL. */
 const NOT_IN_CHILD = [
   "hono",
   "@hono/zod-openapi",
