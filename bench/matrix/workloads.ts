@@ -149,6 +149,14 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
     if (dir) await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
 
+  // A server started on its own copy of the operation's seeded file, removed by `discard`.
+  const onCopy = (op: Operation, start: (kvDir: string) => Promise<Service>) => async () => {
+    const kvDir = await copy(op);
+    const service = await start(kvDir);
+    copies.set(service, kvDir);
+    return service;
+  };
+
   const files = new Map<string, Promise<CellRequests>>();
   const requestsOf = (op: Operation, framing: Framing) => {
     const key = `${op}-${slugOf(framing)}`;
@@ -190,17 +198,13 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
       op,
       framing,
       ours: true,
-      start: async () => {
-        const kvDir = await copy(op);
-        const service = await startOurs(place, {
+      start: onCopy(op, (kvDir) =>
+        startOurs(place, {
           kvDir,
           name: `ours (${framing} ${op})`,
           defaultQuota: true,
           markers: [GRPC_RESTART],
-        });
-        copies.set(service, kvDir);
-        return service;
-      },
+        })),
       discard,
       requests: () => requestsOf(op, framing),
       learnt,
@@ -218,24 +222,20 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
       op,
       framing,
       ours: false,
-      start: async () => {
-        const kvDir = await copy(op);
+      start: onCopy(op, async (kvDir) => {
         const kvPath = `${kvDir}/kv.sqlite3`;
-        const service = grpc
+        return grpc
           ? await startBareHttp2AddressBook(place, kvPath, V1_KEPT)
           : await startRawKvAddressBook(place, kvPath, await headers, V1_KEPT);
-        copies.set(service, kvDir);
-        return service;
-      },
+      }),
       discard,
       requests: () => requestsOf(op, framing),
       ...(grpc ? { grpcLoad: grpcLoadBinary } : {}),
     });
   };
 
-  // The library a framing is built on, alone (bench/peers/zod_openapi_kv.ts for REST,
-  // graphql_kv.ts for GraphQL, connect_kv.ts for Connect and gRPC-Web), for the read by id: what the library costs over the
-  // ceiling, and this server over the library.
+  // The library a framing is built on, alone (STACK_FLOORS), for the read by id: what the
+  // library costs over the ceiling, and this server over the library.
   const stackFloor = (framing: Framing, headers: Promise<CeilingHeaders>) => {
     const floor = floorOf(framing);
     return cellContender({
@@ -245,13 +245,10 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
       op: "read",
       framing,
       ours: false,
-      start: async () => {
-        const kvDir = await copy("read");
-        const kvPath = `${kvDir}/kv.sqlite3`;
-        const service = await startStackFloor(place, floor, kvPath, await headers);
-        copies.set(service, kvDir);
-        return service;
-      },
+      start: onCopy(
+        "read",
+        async (kvDir) => startStackFloor(place, floor, `${kvDir}/kv.sqlite3`, await headers),
+      ),
       discard,
       requests: () => requestsOf("read", framing),
     });
@@ -288,8 +285,9 @@ export async function buildMatrixWorkloads(ctx: BenchContext): Promise<Workload[
           (rest.length > 0 ? `; ${OURS_REST}: the same write over REST, wrk` : "") +
           (floor.length > 0
             ? `; ${floor[0]!.name}: the library this framing is built on, alone, doing the ` +
-              "ceiling's read with the same headers (bench/peers/" +
-              `${STACK_FLOORS[floorOf(framing)].file}), wrk`
+              `ceiling's read with the same headers (bench/peers/${
+                STACK_FLOORS[floorOf(framing)].file
+              }), wrk`
             : ""),
         checks: CHECKS + (op === "delete" ? DELETE_CHECKS : ""),
         contenders: [mine.contender, top, ...rest, ...floor],
