@@ -8,6 +8,7 @@
 // the KV file. Prints one JSON `listening` line, like the server.
 import { buildSchema, type ExecutionResult, parse, validate } from "graphql";
 import { type CompiledQuery, compileQuery, isCompiledQuery } from "graphql-jit";
+import { ADDRESS_FIELDS } from "../../lib/address.ts";
 import { openAddressBook } from "./address_book_kv.ts";
 import { answerHeaders } from "./answer_headers.ts";
 
@@ -15,8 +16,12 @@ const kv = await Deno.openKv(Deno.env.get("KV_PATH")!);
 const book = await openAddressBook(kv, []);
 const headersOf = answerHeaders();
 
+// The address's fields from its one table (every field a string), so the documents this server's
+// clients send, which select every field, stay valid here when a field is added.
+const fields = Object.entries(ADDRESS_FIELDS as Record<string, { optional?: boolean }>)
+  .map(([name, field]) => `${name}: String${field.optional ? "" : "!"}`);
 const schema = buildSchema(`
-  type Address { id: ID! name: String! city: String! postalCode: String! etag: String! }
+  type Address { id: ID! ${fields.join(" ")} etag: String! }
   type Query { address(id: ID!): Address }
 `);
 // graphql-jit calls a field's resolver, not a function found on the root value.
