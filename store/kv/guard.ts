@@ -34,11 +34,15 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
     return result;
   }
 
-  async function read<T>(run: () => Promise<T>): Promise<T> {
+  // Every read passes here: one rejection handler on the read's own promise, no async frame.
+  const readFailed = (error: unknown): never => {
+    throw gate.failed(error, false);
+  };
+  function read<T>(run: () => Promise<T>): Promise<T> {
     try {
-      return await run();
+      return run().then(undefined, readFailed);
     } catch (error) {
-      throw gate.failed(error, false);
+      return Promise.reject(gate.failed(error, false));
     }
   }
 

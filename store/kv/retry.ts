@@ -34,23 +34,39 @@ export function sleep(ms: number): Promise<void> {
 /**
  * Runs a KV operation, retrying transient failures with jittered backoff. When they persist the
  * caller gets a `service-unavailable` AppError (503 with Retry-After), never a raw KV error.
+ *
+ * Every KV call of the store passes here: the first attempt is the operation's own promise with
+ * one rejection handler, and only a failure enters the retry loop (an async function per call
+ * was measurable on a read by id).
  */
-export async function withKvRetry<T>(
+export function withKvRetry<T>(
   operation: () => Promise<T>,
   policy: RetryPolicy = DEFAULT_RETRY,
 ): Promise<T> {
+  let first: Promise<T>;
+  try {
+    first = operation();
+  } catch (error) {
+    first = Promise.reject(error);
+  }
+  return first.catch((error) => retry(error, operation, policy));
+}
+
+/** What follows a failed first attempt: the retries of a transient failure, else its error. */
+async function retry<T>(error: unknown, operation: () => Promise<T>, policy: RetryPolicy) {
   for (let attempt = 0;; attempt++) {
+    if (!isTransientKvError(error)) throw error;
+    if (attempt + 1 >= policy.attempts) {
+      throw new AppError("service-unavailable", "Storage stayed busy past the retry budget.", {
+        retryAfter: 1,
+        cause: error,
+      });
+    }
+    await sleep(backoffDelay(attempt, policy));
     try {
       return await operation();
-    } catch (error) {
-      if (!isTransientKvError(error)) throw error;
-      if (attempt + 1 >= policy.attempts) {
-        throw new AppError("service-unavailable", "Storage stayed busy past the retry budget.", {
-          retryAfter: 1,
-          cause: error,
-        });
-      }
-      await sleep(backoffDelay(attempt, policy));
+    } catch (next) {
+      error = next;
     }
   }
 }
