@@ -34,6 +34,32 @@ Deno.test("an access-log line is the line info() would write for the same fields
   }
 });
 
+Deno.test("buffered lines: a steady stream is written in blocks; after the last line the rest arrives on its own", async () => {
+  const writes: string[] = [];
+  const logger = createLogger({ level: "info", write: (t) => writes.push(t) });
+  try {
+    logger.info("first");
+    logger.info("second");
+    assert.equal(writes.length, 0, "lines wait to be written together");
+    // The next line after the oldest has waited its time writes the block, without a timer.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    logger.info("third");
+    assert.equal(writes.length, 1);
+    assert.deepEqual(writes[0]!.split("\n").filter(Boolean).map((l) => JSON.parse(l).msg), [
+      "first",
+      "second",
+      "third",
+    ]);
+    // Nothing follows: the tail is written by itself, well within a second.
+    logger.info("last");
+    await waitFor("the last line", () => writes.length === 2 || undefined, 1_000);
+    assert.equal(JSON.parse(writes[1]!).msg, "last");
+  } finally {
+    // Stops the tail's timer: the test's sanitizer finds none left.
+    logger.flush();
+  }
+});
+
 Deno.test("access-log lines follow the level: none at warn", () => {
   const { logger, lines } = captured("warn");
   logger.request({ method: "GET", path: "/", status: 200, durationMs: 1, requestId: "r" });
