@@ -1,6 +1,7 @@
 #!/bin/bash
-# A/B of two checkouts of this server on one core at once: both servers pinned to core 1, both
-# loaded at the same time by wrk pinned to core 0, for the same seconds. Prints each one's CPU
+# A/B of two checkouts of this server on one core at once, each started by its own `deno task
+# start` (its own flags): both servers pinned to core 1, both loaded at the same time by wrk
+# pinned to core 0, for the same seconds. Prints each one's CPU
 # (user + system, all its threads) per request and the ratio B/A.
 #
 # Why both at once: on a shared VM the CPU a request costs drifts by 10 to 20 % from one minute to
@@ -29,8 +30,7 @@ start() { # dir port env
   cp "$SEED" "$TMP/$2.sqlite3"
   (cd "$1" && env $3 PORT="$2" GRPC_PORT=$(($2 + 1000)) GRPC_ISOLATION=inline \
     KV_PATH="$TMP/$2.sqlite3" LOG_LEVEL="${LOG_LEVEL:-info}" MAX_ADDRESSES_PER_OWNER=999999999 \
-    taskset -c 1 deno run --v8-flags=--max-semi-space-size=8,--no-allocation-site-pretenuring,--heap-growing-percent=100 \
-    --allow-all start.ts >/dev/null 2>"$TMP/$2.err") &
+    taskset -c 1 deno task start >/dev/null 2>"$TMP/$2.err") &
 }
 listener() { ss -ltnp "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }

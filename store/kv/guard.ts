@@ -34,10 +34,11 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
     return result;
   }
 
-  // Every read passes here: one rejection handler on the read's own promise, no async frame.
+  // A failed read (or list step) as the error model has it.
   const readFailed = (error: unknown): never => {
     throw gate.failed(error, false);
   };
+  // Every read passes here: one rejection handler on the read's own promise, no async frame.
   function read<T>(run: () => Promise<T>): Promise<T> {
     try {
       return run().then(undefined, readFailed);
@@ -65,13 +66,10 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
   }
 
   function list<T>(iterator: Deno.KvListIterator<T>): Deno.KvListIterator<T> {
-    const failed = (error: unknown): never => {
-      throw gate.failed(error, false);
-    };
     // Called once per entry (a page reads hundreds): one promise each, not an async function's.
     const next = () => {
       try {
-        return iterator.next().then(undefined, failed);
+        return iterator.next().then(undefined, readFailed);
       } catch (error) {
         return Promise.reject(gate.failed(error, false));
       }
