@@ -25,15 +25,13 @@ const LISTENING = "grpc listening";
 const MAX_RESTART_DELAY_MS = 5_000;
 const HEALTHY_AFTER_MS = 30_000;
 // The child's V8 heap. With V8's defaults its RSS grows to several times its idle size under
-// multiplexed load: a young generation of up to 3 x 16 MiB, and per-call objects promoted while
-// their calls are in flight piling up in the old one. 4 MiB semi-spaces: with 2 MiB ones the
-// objects of 64 calls in flight outlive their scavenge and are promoted, about 10% more CPU per
-// call for a page of 50 addresses and 15% for the books; 8 MiB ones save another 5-10% on pages
-// but let the child grow to about 225 MiB under 8 x 16 streams of books instead of 150-185.
-// Letting the old generation double before the next major GC, instead of growing by a fifth,
+// multiplexed load: a large young generation, and per-call objects promoted while their calls are
+// in flight piling up in the old one. 4 MiB semi-spaces are the smallest in which the objects of
+// the calls in flight die young (smaller ones promote them and cost CPU; larger ones cost memory
+// and gained nothing in the bench). Letting the old generation double before the next major GC
 // makes major GCs rare. Without allocation-site pretenuring, objects of calls in flight are not
-// allocated straight into the old generation once V8 has seen such objects survive: about 10%
-// less CPU per call. Measured in docs/grpc.md ("A bounded V8 heap").
+// allocated straight into the old generation once V8 has seen such objects survive. The figures
+// are in docs/grpc.md ("A bounded V8 heap").
 const CHILD_V8_FLAGS = [
   "--max-semi-space-size=4",
   "--heap-growing-percent=100",
