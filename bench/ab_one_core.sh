@@ -7,6 +7,8 @@
 # Why both at once: on a shared VM the CPU a request costs drifts by 10 to 20 % from one minute to
 # the next, more than most changes to a request path. Run side by side, both servers see the same
 # drift, and their ratio is stable to about ±2 % (the same checkout as A and B: 0.98 to 1.02).
+# Only for two servers of like cost: sharing the core costs a much cheaper one (a ceiling) more
+# than a dearer one, so this server against its ceiling reads about 0.1 high (docs/bench.md).
 #
 #   KV_SEED=seed.sqlite3 bench/ab_one_core.sh DIR_A DIR_B [SECONDS] [PATH_OR_WRK_SCRIPT]
 #
