@@ -53,6 +53,11 @@ export function httpContender(spec: {
     });
   }
 
+  async function warm() {
+    const r = await run(ctx.opts.warmup);
+    if (r.failures > 0) throw new Error(`${spec.name} failed its checks: ${r.firstFailure}`);
+  }
+
   return {
     name: spec.name,
     role: spec.role,
@@ -64,11 +69,9 @@ export function httpContender(spec: {
         load = { ...load, ...changes };
         notes.push(...(extra ?? []));
       }
-      const warm = await run(ctx.opts.warmup);
-      if (warm.failures > 0) {
-        throw new Error(`${spec.name} failed its checks: ${warm.firstFailure}`);
-      }
+      await warm();
     },
+    warm,
     async measure(): Promise<Measurement> {
       const logLines = service!.stdoutLines();
       const cpu = await service!.cpuSeconds();

@@ -2,7 +2,7 @@
 export interface BenchOptions {
   /** Seconds of each measured round (BENCH_DURATION, default 10; 5 in the scaling run). */
   duration: number;
-  /** Seconds of load before measuring a fresh server (BENCH_WARMUP, default 3; 2 scaling). */
+  /** Seconds of unmeasured load before each measured round (BENCH_WARMUP, default 3; 2 scaling). */
   warmup: number;
   /** A/B rounds per workload; medians are reported (BENCH_ROUNDS, default 3; 2 scaling). */
   rounds: number;

@@ -141,8 +141,8 @@ export function fullReport(meta: RunMeta, results: WorkloadResult[]): string {
   const head = [
     `Machine: ${meta.cpu}, ${meta.cores} cores, ${meta.memoryGiB} GiB, ${meta.kernel}. ` +
     `Deno ${meta.deno}, Node ${meta.node}, ${meta.wrk}, ${meta.h2load}, Go ${meta.go}.`,
-    `Run ${meta.date}: ${o.rounds} rounds × ${o.duration} s per contender (after ${o.warmup} s ` +
-    `warm-up), medians; ${meta.pinning}. Load average before ${meta.loadAverageBefore}, after ` +
+    `Run ${meta.date}: ${o.rounds} rounds × ${o.duration} s per contender (each after ${o.warmup} ` +
+    `s of warm-up), medians; ${meta.pinning}. Load average before ${meta.loadAverageBefore}, after ` +
     `${meta.loadAverageAfter ?? "-"}.`,
     "",
   ];

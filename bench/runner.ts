@@ -44,6 +44,13 @@ export interface Contender {
   once?: boolean;
   /** Starts the process and warms it up. */
   prepare(): Promise<void>;
+  /**
+   * Loads it, unmeasured, right before each measured round. Why: a server left idle while the
+   * others ran answers its next seconds slower (20 to 50 % more CPU per gRPC update after 20 s,
+   * the bare ceiling's too, docs/bench.md), so without it a contender measured right after its
+   * own previous round (the order turns each round) is favoured.
+   */
+  warm?(round: number): Promise<void>;
   measure(round: number): Promise<Measurement>;
   /** Stops the process (after final checks). */
   finish(): Promise<Finish>;
@@ -160,6 +167,7 @@ export async function runWorkload(
       const order = round % 2 === 0 ? workload.contenders : workload.contenders.toReversed();
       for (const c of order) {
         if (c.once && round > 0) continue;
+        await c.warm?.(round);
         const m = await c.measure(round);
         measured.get(c)!.push(m);
         const bad = m.failures > 0 ? `, ${m.failures} FAILED: ${m.firstFailure}` : "";

@@ -169,6 +169,10 @@ export function cellContender(spec: CellContenderSpec): Contender {
       noteEarly("warm-up", await load(baseOf(server), ctx.opts.warmup), server);
       kept = server;
     },
+    async warm() {
+      // A fresh server (a delete's) is warmed in its round, after it starts.
+      if (kept) noteEarly("warm-up", await load(baseOf(kept), ctx.opts.warmup), kept);
+    },
     async measure(round): Promise<Measurement> {
       let failures = 0;
       let firstFailure = "";
