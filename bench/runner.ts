@@ -46,11 +46,11 @@ export interface Contender {
   prepare(): Promise<void>;
   /**
    * Loads it, unmeasured, right before each measured round. Why: a server left idle while the
-   * others ran answers its next seconds slower (20 to 50 % more CPU per gRPC update after 20 s,
-   * the bare ceiling's too, docs/bench.md), so without it a contender measured right after its
-   * own previous round (the order turns each round) is favoured.
+   * others ran answers its next seconds slower, ceilings too (docs/bench.md), so without it a
+   * contender measured right after its own previous round (the order turns each round) is
+   * favoured.
    */
-  warm?(round: number): Promise<void>;
+  warm?(): Promise<void>;
   measure(round: number): Promise<Measurement>;
   /** Stops the process (after final checks). */
   finish(): Promise<Finish>;
@@ -136,7 +136,8 @@ export interface WorkloadResult {
 
 /**
  * Runs a workload: prepares every contender, then `rounds` rounds in alternating order (A B, B A,
- * …) so drift on a busy machine hits both sides alike, then finishes them. Ratios are medians of
+ * …) so drift on a busy machine hits both sides alike, each contender warmed right before its
+ * measurement, then finishes them. Ratios are medians of
  * the per-round ratios, which pairs measurements taken close together in time.
  */
 export async function runWorkload(
@@ -167,7 +168,7 @@ export async function runWorkload(
       const order = round % 2 === 0 ? workload.contenders : workload.contenders.toReversed();
       for (const c of order) {
         if (c.once && round > 0) continue;
-        await c.warm?.(round);
+        await c.warm?.();
         const m = await c.measure(round);
         measured.get(c)!.push(m);
         const bad = m.failures > 0 ? `, ${m.failures} FAILED: ${m.firstFailure}` : "";
