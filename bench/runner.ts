@@ -46,9 +46,8 @@ export interface Contender {
   prepare(): Promise<void>;
   /**
    * Loads it, unmeasured, right before each measured round. Why: a server left idle while the
-   * others ran answers its next seconds slower, ceilings too (docs/bench.md), so without it a
-   * contender measured right after its own previous round (the order turns each round) is
-   * favoured.
+   * others ran answers its next seconds slower, ceilings too (docs/bench.md); warmed, every round
+   * measures a server under steady load, whatever ran before it.
    */
   warm?(): Promise<void>;
   measure(round: number): Promise<Measurement>;
