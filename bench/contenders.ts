@@ -69,7 +69,7 @@ export function httpContender(spec: {
         load = { ...load, ...changes };
         notes.push(...(extra ?? []));
       }
-      await warm();
+      // Warmed (and its checks first run) right before each round, the first included.
     },
     warm,
     async measure(): Promise<Measurement> {

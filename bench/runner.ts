@@ -42,7 +42,7 @@ export interface Contender {
   role: "ours" | "ceiling" | "peer" | "info";
   /** Measured in the first round only (information, not part of a target). */
   once?: boolean;
-  /** Starts the process and warms it up. */
+  /** Starts the process (and warms it up, when it has no `warm`). */
   prepare(): Promise<void>;
   /**
    * Loads it, unmeasured, right before each measured round. Why: a server left idle while the
@@ -136,8 +136,8 @@ export interface WorkloadResult {
 /**
  * Runs a workload: prepares every contender, then `rounds` rounds in alternating order (A B, B A,
  * …) so drift on a busy machine hits both sides alike, each contender warmed right before its
- * measurement, then finishes them. Ratios are medians of
- * the per-round ratios, which pairs measurements taken close together in time.
+ * measurement, then finishes them. Ratios are medians of the per-round ratios, which pairs
+ * measurements taken close together in time.
  */
 export async function runWorkload(
   workload: Workload,

@@ -66,11 +66,11 @@ const TAIL_MS = 200;
  * (or per turn of the event loop). Nothing is lost on a clean stop: `flush()` is called before
  * the process exits, and the `unload` event flushes what is left.
  *
- * Why no timer per block: a timeout armed for every block (50 to 170 a second under load) cost
- * REST about 5 % of its CPU per request, side by side on one core, where a timer ticking a few
- * times a second costs nothing measurable (docs/bench.md, "The access log's timer and the read
- * wrappers"). So the age of the oldest line is checked when the next one is pushed, and one slow
- * timer runs only while lines wait.
+ * Why no timer per block: a timeout armed for every block, dozens a second under load, cost the
+ * requests more than the log itself, where a timer ticking a few times a second costs nothing
+ * measurable (docs/bench.md, "The access log's timer and the read wrappers"). So the age of the
+ * oldest line is checked when the next one is pushed, and one slow timer runs only while lines
+ * wait.
  */
 export function createLogger(
   options: {

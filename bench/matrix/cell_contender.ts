@@ -166,7 +166,7 @@ export function cellContender(spec: CellContenderSpec): Contender {
         await stop(server);
         return;
       }
-      noteEarly("warm-up", await load(baseOf(server), ctx.opts.warmup), server);
+      // Warmed right before each round, the first included.
       kept = server;
     },
     async warm() {

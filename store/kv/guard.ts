@@ -38,7 +38,8 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
   const readFailed = (error: unknown): never => {
     throw gate.failed(error, false);
   };
-  // Every read passes here: one rejection handler on the read's own promise, no async frame.
+  // Every read and list step passes here: one rejection handler on its own promise, no async
+  // frame (a page reads hundreds of entries).
   function read<T>(run: () => Promise<T>): Promise<T> {
     try {
       return run().then(undefined, readFailed);
@@ -66,14 +67,8 @@ export function guardKv(kv: Deno.Kv, gate: StorageGate): Deno.Kv {
   }
 
   function list<T>(iterator: Deno.KvListIterator<T>): Deno.KvListIterator<T> {
-    // Called once per entry (a page reads hundreds): one promise each, not an async function's.
-    const next = () => {
-      try {
-        return iterator.next().then(undefined, readFailed);
-      } catch (error) {
-        return Promise.reject(gate.failed(error, false));
-      }
-    };
+    const step = () => iterator.next();
+    const next = () => read(step);
     const guarded: Deno.KvListIterator<T> = new Proxy(iterator, {
       get(target, name) {
         if (name === "next") return next;
