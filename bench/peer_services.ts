@@ -57,6 +57,18 @@ export function startRawDeno(
 }
 
 /**
+ * The stack's floor for the same answers: a minimal @hono/zod-openapi app sending the
+ * same-headers ceiling's bytes and headers (bench/peers/zod_openapi_answers.ts).
+ */
+export function startZodOpenapiAnswers(place: PeerPlace, routesFile: string): Promise<Service> {
+  return startDenoPeer(place, {
+    name: "@hono/zod-openapi alone, same headers",
+    file: "zod_openapi_answers.ts",
+    env: { ROUTES_FILE: routesFile, RAW_HEADERS: "same" },
+  });
+}
+
+/**
  * Plain `Deno.serve` reading addresses straight from Deno KV (bench/peers/raw_kv_addresses.ts),
  * on the KV file `kvPath` (a copy of the one this server reads: each process has its own file).
  */

@@ -17,6 +17,7 @@ import {
   startHono,
   startRawDeno,
   startYoga,
+  startZodOpenapiAnswers,
   writeRoutes,
 } from "./peer_services.ts";
 import { type Answer, BOOKS_QUERY, learnGraphql, type Reference, sameBodies } from "./reference.ts";
@@ -28,6 +29,7 @@ import { baselineOf } from "./baseline.ts";
 /** Names of the contenders, as targets refer to them. */
 export const RAW = "raw Deno.serve";
 export const RAW_SAME = "raw Deno.serve, same headers";
+export const ZOD_OPENAPI_SAME = "@hono/zod-openapi alone, same headers";
 export const YOGA = "graphql-yoga";
 export const GRPC_JS = "@grpc/grpc-js (Node)";
 export const NAIVE = "naive KV loop, 64 workers";
@@ -99,6 +101,15 @@ export async function buildWorkloads(
         load: restLoad,
       }),
       ...ceilings("/rest/books", restLoad),
+      // What the framework alone costs over the same-headers ceiling: ours cannot beat it.
+      httpContender({
+        ctx,
+        name: ZOD_OPENAPI_SAME,
+        role: "info",
+        start: () => startZodOpenapiAnswers(place, routesFile),
+        path: "/rest/books",
+        load: restLoad,
+      }),
       ...baseline.http(
         "/rest/books",
         restLoad,
