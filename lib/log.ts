@@ -160,16 +160,19 @@ export function createLogger(
     if (format === "pretty") {
       return push(prettyLine(timestamp(), "info", "request", line as unknown as Fields));
     }
-    // Strings are JSON-quoted one by one; `status` and `durationMs` are finite numbers, a trace
-    // id is 32 hex digits.
+    const { method, path, requestId } = line;
+    const trace = line.traceId === undefined ? "" : `,"traceId":"${line.traceId}"`;
+    const head = `{"time":"${timestamp()}","level":"info","msg":"request","method":`;
+    const status = `,"status":${line.status},"durationMs":${millisText(line.durationMs)}`;
+    // Quoted in place when nothing needs an escape (what a method, a canonical path and a request
+    // id hold), else each by JSON.stringify; `status` is a finite number, a trace id 32 hex
+    // digits.
     push(
-      `{"time":"${timestamp()}","level":"info","msg":"request","method":${
-        JSON.stringify(line.method)
-      },"path":${
-        JSON.stringify(line.path)
-      },"status":${line.status},"durationMs":${line.durationMs},"requestId":${
-        JSON.stringify(line.requestId)
-      }${line.traceId === undefined ? "" : `,"traceId":"${line.traceId}"`}}\n`,
+      PLAIN.test(method) && PLAIN.test(path) && PLAIN.test(requestId)
+        ? `${head}"${method}","path":"${path}"${status},"requestId":"${requestId}"${trace}}\n`
+        : `${head}${JSON.stringify(method)},"path":${JSON.stringify(path)}${status},"requestId":${
+          JSON.stringify(requestId)
+        }${trace}}\n`,
     );
   }
 
@@ -187,6 +190,27 @@ export function createLogger(
 }
 
 type Fields = Record<string, unknown>;
+
+// What JSON.stringify writes as it is: no control, `"`, `\` or surrogate (a lone one is escaped).
+const PLAIN = /^[ !#-\[\]-\ud7ff\ue000-\uffff]*$/;
+
+/**
+ * The JSON text of a duration in milliseconds rounded to the microsecond (`msSince`), as
+ * `String(ms)` writes it (`2`, `0.5`, `12.034`), built from integers, whose text V8 keeps cached:
+ * printing the fraction itself ran the shortest-digits algorithm for every line.
+ */
+export function millisText(ms: number): string {
+  const micros = Math.round(ms * 1000);
+  // Up to 10^9 ms (11.6 days) doubles are far denser than a microsecond, so String() prints the
+  // same three decimals; beyond (or for what msSince does not give), String() itself.
+  if (!(micros >= 0 && micros <= 1e12) || micros / 1000 !== ms) return String(ms);
+  const whole = Math.floor(micros / 1000);
+  const fraction = micros - whole * 1000;
+  if (fraction === 0) return `${whole}`;
+  if (fraction % 100 === 0) return `${whole}.${fraction / 100}`;
+  if (fraction % 10 === 0) return `${whole}.${fraction < 100 ? "0" : ""}${fraction / 10}`;
+  return `${whole}.${fraction < 10 ? "00" : fraction < 100 ? "0" : ""}${fraction}`;
+}
 
 const LABEL: Record<LogLevel, string> = {
   debug: "DEBUG",

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { type AccessLine, createLogger, type LogLevel } from "../../lib/log.ts";
+import fc from "fast-check";
+import {
+  type AccessLine,
+  createLogger,
+  type LogLevel,
+  millisText,
+  msSince,
+} from "../../lib/log.ts";
 import { runMain, spawnMainOnFreePorts, waitFor } from "../support/process.ts";
 import { closeClientsOf, rawSession } from "../support/rpc_clients.ts";
 import { h2Request } from "../support/raw_http.ts";
@@ -21,18 +28,56 @@ Deno.test("an access-log line is the line info() would write for the same fields
     // Paths and ids reach the log as the client sent them, quotes and all: still valid JSON.
     { method: "GET", path: '/x"y\\z\u2028ü', status: 404, durationMs: 1.5, requestId: 'q"\n' },
   ];
-  for (const sample of samples) {
-    const fast = captured("info");
-    fast.logger.request(sample);
-    const generic = captured("info");
-    generic.logger.info("request", { ...sample });
-    const [a] = fast.lines();
-    const [b] = generic.lines();
-    assert.deepEqual({ ...a, time: undefined }, { ...b, time: undefined });
-    assert.deepEqual(Object.keys(a), Object.keys(b));
-    assert.match(a.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-  }
+  for (const sample of samples) assertSameLine(sample);
 });
+
+Deno.test("an access-log line is info()'s text for any method, path, id and duration", () => {
+  // Whatever a client spells (quotes, backslashes, controls, lone surrogates), the line is the
+  // generic one, character for character; a duration is msSince's number as JSON writes it.
+  const text = fc.string({ unit: "binary", maxLength: 40 });
+  fc.assert(
+    fc.property(
+      text,
+      text,
+      text,
+      fc.double({ min: 0, max: 1e9, noNaN: true }),
+      (method, path, requestId, elapsed) => {
+        const durationMs = Math.round(elapsed * 1000) / 1000;
+        assertSameLine({ method, path, status: 200, durationMs, requestId });
+      },
+    ),
+  );
+});
+
+Deno.test("a duration's text is String()'s for every microsecond count msSince can give", () => {
+  assert.equal(typeof msSince(performance.now()), "number");
+  for (const ms of [0, 0.001, 0.01, 0.1, 0.5, 1, 1.05, 2.004, 12.034, 999.999, 1e6 + 0.02]) {
+    assert.equal(millisText(ms), String(ms));
+  }
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (micros) => {
+      const ms = micros / 1000;
+      assert.equal(millisText(ms), String(ms));
+    }),
+  );
+});
+
+/** The fast line and info()'s line for the same fields: the same text but for the time. */
+function assertSameLine(sample: AccessLine): void {
+  const fast = rawLine((logger) => logger.request(sample));
+  const generic = rawLine((logger) => logger.info("request", { ...sample }));
+  const time = /^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"/;
+  assert.match(fast, time);
+  assert.equal(fast.replace(time, ""), generic.replace(time, ""));
+  assert.deepEqual(Object.keys(JSON.parse(fast)), Object.keys(JSON.parse(generic)));
+}
+
+function rawLine(log: (logger: ReturnType<typeof createLogger>) => void): string {
+  let text = "";
+  const logger = createLogger({ level: "info", write: (t) => (text += t), unbuffered: true });
+  log(logger);
+  return text;
+}
 
 Deno.test("buffered lines: a steady stream is written in blocks; after the last line the rest arrives on its own", async () => {
   const writes: string[] = [];
