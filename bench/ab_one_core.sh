@@ -30,8 +30,9 @@ trap '[ -n "$PA$PB" ] && kill -INT $PA $PB 2>/dev/null || true; sleep 1; rm -rf 
 
 start() { # dir port env
   cp "$SEED" "$TMP/$2.sqlite3"
-  (cd "$1" && env $3 PORT="$2" GRPC_PORT=$(($2 + 1000)) GRPC_ISOLATION=inline \
-    KV_PATH="$TMP/$2.sqlite3" LOG_LEVEL="${LOG_LEVEL:-info}" MAX_ADDRESSES_PER_OWNER=999999999 \
+  # The server's own variables ($3) last: ENV_B="LOG_LEVEL=warn" overrides the default level.
+  (cd "$1" && env PORT="$2" GRPC_PORT=$(($2 + 1000)) GRPC_ISOLATION=inline \
+    KV_PATH="$TMP/$2.sqlite3" LOG_LEVEL="${LOG_LEVEL:-info}" MAX_ADDRESSES_PER_OWNER=999999999 $3 \
     taskset -c 1 deno task start >/dev/null 2>"$TMP/$2.err") &
 }
 listener() { ss -ltnp "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
