@@ -27,7 +27,7 @@ export interface Logger {
   /**
    * The access-log line of one request (`"msg":"request"`, at `info`): the same line as
    * `info("request", line)`, formatted without a generic JSON pass, as it is written for every
-   * request.
+   * request. `line` is kept as it is until the line is written: it must not change after.
    */
   request(line: AccessLine): void;
   /** Passes on a line another process already formatted (the gRPC child's log). */
@@ -87,6 +87,11 @@ export function createLogger(
   const write = options.write ?? ((text: string) => writeAll(encoder.encode(text)));
   let buffer: string[] = [];
   let buffered = 0;
+  // Access-log lines waiting as their fields, with when each was logged (Date.now()): formatted
+  // together as the block is written, or before any other line is pushed (which keeps the
+  // order). One at a time, between requests, formatting a line cost several times as much.
+  let accesses: AccessLine[] = [];
+  let accessTimes: number[] = [];
   // When the oldest buffered line was pushed (Date.now()).
   let oldest = 0;
   let tail: ReturnType<typeof setInterval> | undefined;
@@ -95,7 +100,17 @@ export function createLogger(
   let lastMs = -1;
   let lastIso = "";
 
+  function formatAccesses() {
+    if (accesses.length === 0) return;
+    for (let i = 0; i < accesses.length; i++) {
+      buffer.push(accessText(accesses[i]!, isoAt(accessTimes[i]!)));
+    }
+    accesses = [];
+    accessTimes = [];
+  }
+
   function writeBuffered() {
+    formatAccesses();
     if (buffer.length === 0) return;
     const text = buffer.join("");
     buffer = [];
@@ -117,16 +132,22 @@ export function createLogger(
 
   // The tail's timer: it stops once it finds nothing waiting, and the next line starts it again.
   function onTail() {
-    if (buffer.length === 0) flush();
+    if (buffer.length === 0 && accesses.length === 0) flush();
     else writeBuffered();
   }
 
   function push(text: string) {
     if (options.unbuffered) return write(text);
+    formatAccesses();
     const now = Date.now();
     if (buffer.length === 0) oldest = now;
     buffer.push(text);
-    buffered += text.length;
+    added(text.length, now);
+  }
+
+  /** After a line of about `size` characters was buffered at `now`: a write, or the tail. */
+  function added(size: number, now: number) {
+    buffered += size;
     if (buffered >= FLUSH_CHARS || now - oldest >= FLUSH_MS) writeBuffered();
     else if (tail === undefined) {
       const timer = setInterval(onTail, TAIL_MS);
@@ -137,7 +158,10 @@ export function createLogger(
   }
 
   function timestamp(): string {
-    const now = Date.now();
+    return isoAt(Date.now());
+  }
+
+  function isoAt(now: number): string {
     if (now !== lastMs) {
       lastMs = now;
       lastIso = new Date(now).toISOString();
@@ -160,20 +184,13 @@ export function createLogger(
     if (format === "pretty") {
       return push(prettyLine(timestamp(), "info", "request", line as unknown as Fields));
     }
-    const { method, path, requestId } = line;
-    const trace = line.traceId === undefined ? "" : `,"traceId":"${line.traceId}"`;
-    const head = `{"time":"${timestamp()}","level":"info","msg":"request","method":`;
-    const status = `,"status":${line.status},"durationMs":${millisText(line.durationMs)}`;
-    // Quoted in place when nothing needs an escape (what a method, a canonical path and a request
-    // id hold), else each by JSON.stringify; `status` is a finite number, a trace id 32 hex
-    // digits.
-    push(
-      PLAIN.test(method) && PLAIN.test(path) && PLAIN.test(requestId)
-        ? `${head}"${method}","path":"${path}"${status},"requestId":"${requestId}"${trace}}\n`
-        : `${head}${JSON.stringify(method)},"path":${JSON.stringify(path)}${status},"requestId":${
-          JSON.stringify(requestId)
-        }${trace}}\n`,
-    );
+    if (options.unbuffered) return write(accessText(line, timestamp()));
+    const now = Date.now();
+    if (buffer.length === 0 && accesses.length === 0) oldest = now;
+    accesses.push(line);
+    accessTimes.push(now);
+    // About its length: the line's fixed parts and the client's strings.
+    added(line.path.length + line.requestId.length + 150, now);
   }
 
   return {
@@ -190,6 +207,23 @@ export function createLogger(
 }
 
 type Fields = Record<string, unknown>;
+
+/**
+ * An access-log line: strings quoted in place when nothing needs an escape (what a method, a
+ * canonical path and a request id hold), else each by JSON.stringify; `status` is a finite
+ * number, a trace id 32 hex digits.
+ */
+function accessText(line: AccessLine, time: string): string {
+  const { method, path, requestId } = line;
+  const trace = line.traceId === undefined ? "" : `,"traceId":"${line.traceId}"`;
+  const head = `{"time":"${time}","level":"info","msg":"request","method":`;
+  const status = `,"status":${line.status},"durationMs":${millisText(line.durationMs)}`;
+  return PLAIN.test(method) && PLAIN.test(path) && PLAIN.test(requestId)
+    ? `${head}"${method}","path":"${path}"${status},"requestId":"${requestId}"${trace}}\n`
+    : `${head}${JSON.stringify(method)},"path":${JSON.stringify(path)}${status},"requestId":${
+      JSON.stringify(requestId)
+    }${trace}}\n`;
+}
 
 // What JSON.stringify writes as it is: no control, `"`, `\` or surrogate (a lone one is escaped).
 const PLAIN = /^[ !#-\[\]-\ud7ff\ue000-\uffff]*$/;

@@ -62,6 +62,32 @@ Deno.test("a duration's text is String()'s for every microsecond count msSince c
   );
 });
 
+Deno.test("buffered access lines keep their text, their time and their place among other lines", () => {
+  const sample = { method: "GET", path: "/a", status: 200, durationMs: 0.25, requestId: "r-1" };
+  const { logger, lines } = captured("info");
+  const before = Date.now();
+  logger.info("first");
+  logger.request(sample);
+  logger.request({ ...sample, path: '/q"', requestId: "r-2" });
+  logger.warn("between");
+  logger.request({ ...sample, status: 404, requestId: "r-3" });
+  const after = Date.now();
+  const written = lines();
+  assert.deepEqual(written.map((l) => l.requestId ?? l.msg), [
+    "first",
+    "r-1",
+    "r-2",
+    "between",
+    "r-3",
+  ]);
+  assert.deepEqual(written[1], { ...written[1], ...sample, level: "info", msg: "request" });
+  assert.equal(written[2].path, '/q"');
+  for (const line of written) {
+    const time = Date.parse(line.time);
+    assert.ok(time >= before - 1 && time <= after + 1, `${line.time} is when it was logged`);
+  }
+});
+
 /** The fast line and info()'s line for the same fields: the same text but for the time. */
 function assertSameLine(sample: AccessLine): void {
   const fast = rawLine((logger) => logger.request(sample));
