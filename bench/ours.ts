@@ -36,6 +36,8 @@ export async function startOurs(
     markers?: string[];
     /** Keep the default address quota (else raised for the create workloads' one owner). */
     defaultQuota?: boolean;
+    /** `LOG_LEVEL` (info: an access-log line per request, as in production). */
+    logLevel?: "info" | "warn";
   },
 ): Promise<Service> {
   const flags = await startFlags(place.root, options.kvDir);
@@ -44,7 +46,7 @@ export async function startOurs(
     GRPC_PORT: "0",
     HOST: "127.0.0.1",
     KV_PATH: `${options.kvDir}/kv.sqlite3`,
-    LOG_LEVEL: "info",
+    LOG_LEVEL: options.logLevel ?? "info",
     // Stopped between rounds: no orchestrator to drain for.
     SHUTDOWN_DRAIN_S: "0",
   };

@@ -110,6 +110,20 @@ export async function buildWorkloads(
         path: "/rest/books",
         load: restLoad,
       }),
+      // What the access log costs: the same server with no line per request.
+      httpContender({
+        ctx,
+        name: "ours without the access log (LOG_LEVEL=warn)",
+        role: "info",
+        start: async () =>
+          startOurs(place, {
+            kvDir: await Deno.makeTempDir({ dir: ctx.tmp, prefix: "kv-" }),
+            name: "ours without the access log",
+            logLevel: "warn",
+          }),
+        path: "/rest/books",
+        load: restLoad,
+      }),
       ...baseline.http(
         "/rest/books",
         restLoad,
