@@ -27,6 +27,14 @@ Deno.test("an access-log line is the line info() would write for the same fields
     { method: "DELETE", path: "/addresses/7", status: 204, durationMs: 12, requestId: "b.2:3" },
     // Paths and ids reach the log as the client sent them, quotes and all: still valid JSON.
     { method: "GET", path: '/x"y\\z\u2028ü', status: 404, durationMs: 1.5, requestId: 'q"\n' },
+    // Lone surrogates are escaped, a pair and a noncharacter are not.
+    {
+      method: "GET",
+      path: "/\ud800\ud83d\ude00\uffff",
+      status: 400,
+      durationMs: 3,
+      requestId: "\udfff",
+    },
   ];
   for (const sample of samples) assertSameLine(sample);
 });
