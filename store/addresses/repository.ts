@@ -29,6 +29,7 @@ import {
 import { newVersionEtag, type Precondition } from "../../lib/http/etag.ts";
 import { pageTokens } from "./page_tokens.ts";
 import { withKvRetry } from "../kv/retry.ts";
+import { sharedReads } from "../kv/read.ts";
 import { NO_GUARD } from "../layout/layout.ts";
 import { type ChangeType, DEFAULT_RETENTION_MS, openChangeLog } from "./change_log.ts";
 import { WriteRecorder } from "./prepared_write.ts";
@@ -180,8 +181,19 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     openChangeLog(kv, { retentionMs: DEFAULT_RETENTION_MS, guard: NO_GUARD.check });
   const create = deduplicateInFlight(createIdAllocator(kv, { ...options, log }, sweeper).allocate);
 
+  const shared = sharedReads(kv);
+
   function read(id: number) {
-    return withKvRetry(() => kv.get<AddressRecord>(addressKey(id)));
+    return withKvRetry(() => shared([addressKey(id)])).then(
+      ([entry]) => entry as Deno.KvEntryMaybe<AddressRecord>,
+    );
+  }
+
+  /** An address's record and one more key, read together. */
+  function readWith<T>(id: number, key: Deno.KvKey) {
+    return withKvRetry(() => shared([addressKey(id), key])) as Promise<
+      [Deno.KvEntryMaybe<AddressRecord>, Deno.KvEntryMaybe<T>]
+    >;
   }
 
   async function get(owner: string, id: number): Promise<StoredAddress | undefined> {
@@ -248,9 +260,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
   ) {
     const address = addressAt(id, input);
     for (;;) {
-      const [entry, counterEntry] = await withKvRetry(() =>
-        kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), COUNTER])
-      );
+      const [entry, counterEntry] = await readWith<Deno.KvU64>(id, COUNTER);
       if (entry.value !== null && entry.value.owner === owner) {
         checkExpected(expected, entry.value.etag, id);
         const stored = await replace(
@@ -328,9 +338,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     options: WriteOptions = {},
   ): Promise<void> {
     for (;;) {
-      const [entry, count] = await withKvRetry(() =>
-        kv.getMany<[AddressRecord, Deno.KvU64]>([addressKey(id), countKey(owner)])
-      );
+      const [entry, count] = await readWith<Deno.KvU64>(id, countKey(owner));
       if (entry.value === null || entry.value.owner !== owner) throw notFound(id);
       checkExpected(expected, entry.value.etag, id);
       const op = new WriteRecorder();

@@ -15,3 +15,75 @@ export async function getAll<T>(
   }
   return (await Promise.all(reads)).flat();
 }
+
+/**
+ * Reads a few keys (1 to 10) as one consistent snapshot, as `kv.getMany` does; retry as the
+ * caller's (a failure rejects every read it carried, each retried on its own).
+ */
+export type SharedReads = (keys: readonly Deno.KvKey[]) => Promise<Deno.KvEntryMaybe<unknown>[]>;
+
+/** Reads of the KV at once, at most (each one `getMany`). */
+const IN_FLIGHT = 2;
+
+interface Waiting {
+  keys: readonly Deno.KvKey[];
+  resolve(entries: Deno.KvEntryMaybe<unknown>[]): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Reads by key that share `getMany` calls: a read goes at once while fewer than IN_FLIGHT reads
+ * run, else it waits, and the waiting reads go together, up to 10 keys per call, in their order,
+ * each read's keys in the same call (one snapshot for them, as its own `getMany` gave).
+ *
+ * Why: each KV call costs the main thread and KV's one SQLite thread a fixed price (the op, a
+ * wake of that thread, a read transaction) besides its keys, and the SQLite thread runs the calls
+ * one at a time anyway. Under concurrent requests, a read by id cost about twice the CPU alone as
+ * in a call of ten (docs/bench.md, "Reads by key share the KV's calls"). A read is never older
+ * than its request: the call that carries it starts after it was asked for.
+ */
+export function sharedReads(kv: Deno.Kv): SharedReads {
+  const waiting: Waiting[] = [];
+  let running = 0;
+
+  function start(): void {
+    while (running < IN_FLIGHT && waiting.length > 0) {
+      let n = 0;
+      let size = 0;
+      while (n < waiting.length && size + waiting[n]!.keys.length <= GET_MANY_MAX) {
+        size += waiting[n]!.keys.length;
+        n++;
+      }
+      const batch = waiting.splice(0, n);
+      const keys = n === 1 ? batch[0]!.keys : batch.flatMap((w) => w.keys);
+      running++;
+      let call: Promise<Deno.KvEntryMaybe<unknown>[]>;
+      try {
+        call = kv.getMany<unknown[]>(keys);
+      } catch (error) {
+        call = Promise.reject(error);
+      }
+      call.then((entries) => {
+        running--;
+        start();
+        if (n === 1) return batch[0]!.resolve(entries);
+        let at = 0;
+        for (const w of batch) w.resolve(entries.slice(at, at += w.keys.length));
+      }, (error) => {
+        running--;
+        start();
+        for (const w of batch) w.reject(error);
+      });
+    }
+  }
+
+  return (keys) => {
+    if (keys.length === 0 || keys.length > GET_MANY_MAX) {
+      return Promise.reject(new RangeError(`a shared read takes 1 to ${GET_MANY_MAX} keys`));
+    }
+    return new Promise((resolve, reject) => {
+      waiting.push({ keys, resolve, reject });
+      start();
+    });
+  };
+}
