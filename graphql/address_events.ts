@@ -9,7 +9,7 @@ import {
 import { AppError } from "../lib/errors.ts";
 import type { Scope } from "../security/access.ts";
 import type { AddressChange, AddressFeed, FeedStream } from "../store/addresses/feed.ts";
-import { AddressType } from "./address_types.ts";
+import { addressNode, AddressType } from "./address_types.ts";
 
 /**
  * The `addressEvents` subscription: the feed (store/addresses/feed.ts) as GraphQL results, the
@@ -75,7 +75,7 @@ const AddressEventType = new GraphQLObjectType<StreamedEvent>({
       type: AddressType,
       description: "The address as the change stored it, with its etag; null for DELETED.",
       resolve: (change) =>
-        change.address === undefined ? null : { address: change.address, etag: change.etag! },
+        change.address === undefined ? null : addressNode(change.address, change.etag!),
     },
     cursor: {
       type: new GraphQLNonNull(GraphQLString),

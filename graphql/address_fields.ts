@@ -27,6 +27,8 @@ import type { AddressStore, StoredAddress } from "../store/addresses/repository.
 import {
   AddressConnectionType,
   AddressInputType,
+  type AddressNode,
+  addressNode,
   type AddressPageOut,
   AddressPatchType,
   AddressType,
@@ -132,7 +134,10 @@ async function page(
     cursors ??= addresses.cursorsAfter(owner, items.map((item) => item.address.id));
     return cursors.then((all) => all[n]!);
   };
-  const edges = items.map((node, n) => ({ cursor: () => cursorAt(n), node }));
+  const edges = items.map((item, n) => ({
+    cursor: () => cursorAt(n),
+    node: addressNode(item.address, item.etag),
+  }));
   return {
     edges,
     pageInfo: {
@@ -143,6 +148,11 @@ async function page(
           : cursorAt(items.length - 1),
     },
   };
+}
+
+/** What an `Address` field answers for a stored address, or null for none. */
+function nodeOf(stored: StoredAddress | undefined): AddressNode | null {
+  return stored === undefined ? null : addressNode(stored.address, stored.etag);
 }
 
 const id = { type: new GraphQLNonNull(GraphQLID) };
@@ -175,7 +185,7 @@ export const ADDRESS_QUERIES: Readonly<Record<string, AddressRootField>> = {
         "none with this id, or it is another owner's.",
       args: { id },
       resolve: async (_, args: { id: string }, context: AddressContext) =>
-        await context.addresses.get(context.owner, idOf(args.id)) ?? null,
+        nodeOf(await context.addresses.get(context.owner, idOf(args.id))),
     },
   },
   [PAGE_FIELD]: {
@@ -223,11 +233,13 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
         _,
         args: { input: unknown; idempotencyKey?: string | null },
         context: AddressContext,
-      ): Promise<StoredAddress> =>
-        await context.addresses.create(
-          context.owner,
-          inputOf(args.input),
-          keyOf(args.idempotencyKey),
+      ): Promise<AddressNode | null> =>
+        nodeOf(
+          await context.addresses.create(
+            context.owner,
+            inputOf(args.input),
+            keyOf(args.idempotencyKey),
+          ),
         ),
     },
   },
@@ -245,11 +257,13 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
         _,
         args: { id: string; input: unknown; ifMatch?: string | null },
         context: AddressContext,
-      ): Promise<StoredAddress> => {
+      ): Promise<AddressNode | null> => {
         // REST's order: the path, the headers, the body.
         const id = idOf(args.id);
         const expected = preconditionOf(args.ifMatch);
-        return await context.addresses.put(context.owner, id, inputOf(args.input), expected);
+        return nodeOf(
+          await context.addresses.put(context.owner, id, inputOf(args.input), expected),
+        );
       },
     },
   },
@@ -264,14 +278,14 @@ export const ADDRESS_MUTATIONS: Readonly<Record<string, AddressRootField>> = {
         _,
         args: { id: string; patch: unknown; ifMatch?: string | null },
         context: AddressContext,
-      ): Promise<StoredAddress> => {
+      ): Promise<AddressNode | null> => {
         const id = idOf(args.id);
         const expected = preconditionOf(args.ifMatch);
         const parsed = AddressPatchSchema.safeParse(args.patch);
         if (!parsed.success) throw invalidInput("json", parsed.error.issues);
         const patch = parsed.data;
         const change = (current: Address) => mergePatch(current, patch);
-        return await context.addresses.patch(context.owner, id, change, expected);
+        return nodeOf(await context.addresses.patch(context.owner, id, change, expected));
       },
     },
   },
