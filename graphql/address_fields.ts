@@ -99,8 +99,9 @@ export const CHECKED_BEFORE_INPUT = new Map<string, (value: string) => unknown>(
 
 /**
  * A store page as a Relay connection: each edge's cursor resumes after it. Cursors are page
- * tokens, made together the first time a query asks for one (the `cursor` field's resolver calls
- * the edge's function), so a page whose query selects no `cursor` makes none.
+ * tokens, made together (one cipher pass for the page) with the page, whether or not the query
+ * selects them: as plain properties they are read inline, where a resolver per edge cost more
+ * than the pass.
  */
 async function page(
   context: AddressContext,
@@ -127,25 +128,18 @@ async function page(
     }
     throw error;
   }
-  const { owner, addresses } = context;
   const { items, nextCursor } = listed;
-  let cursors: Promise<string[]> | undefined;
-  const cursorAt = (n: number) => {
-    cursors ??= addresses.cursorsAfter(owner, items.map((item) => item.address.id));
-    return cursors.then((all) => all[n]!);
-  };
-  const edges = items.map((item, n) => ({
-    cursor: () => cursorAt(n),
-    node: addressNode(item.address, item.etag),
-  }));
+  const cursors = items.length === 0
+    ? []
+    : await context.addresses.cursorsAfter(context.owner, items.map((item) => item.address.id));
   return {
-    edges,
+    edges: items.map((item, n) => ({
+      cursor: cursors[n]!,
+      node: addressNode(item.address, item.etag),
+    })),
     pageInfo: {
       hasNextPage: nextCursor !== null,
-      endCursor: () =>
-        nextCursor !== null || items.length === 0
-          ? Promise.resolve(nextCursor)
-          : cursorAt(items.length - 1),
+      endCursor: nextCursor ?? cursors.at(-1) ?? null,
     },
   };
 }

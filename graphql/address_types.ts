@@ -116,16 +116,16 @@ export const AddressPatchType = new GraphQLInputObjectType({
     })),
 });
 
-/** One address of a page and the cursor that resumes after it (made when asked for). */
+/** One address of a page and the cursor that resumes after it. */
 interface AddressEdge {
-  cursor: () => Promise<string>;
+  cursor: string;
   node: AddressNode;
 }
 
 /** A page of the caller's addresses (a Relay cursor connection). */
 export interface AddressPageOut {
   edges: AddressEdge[];
-  pageInfo: { hasNextPage: boolean; endCursor: () => Promise<string | null> };
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
 
 const AddressEdgeType = new GraphQLObjectType<AddressEdge>({
@@ -134,9 +134,6 @@ const AddressEdgeType = new GraphQLObjectType<AddressEdge>({
     cursor: {
       type: text,
       description: "Resumes the listing after this address (REST's `cursor`).",
-      // A resolver, not a function-valued property: graphql-jit reads a property inline without
-      // calling it, where graphql-js's default resolver would.
-      resolve: (edge) => edge.cursor(),
     },
     node: { type: new GraphQLNonNull(AddressType) },
   },
@@ -150,7 +147,6 @@ const PageInfoType = new GraphQLObjectType<AddressPageOut["pageInfo"]>({
       type: GraphQLString,
       description: "The last edge's cursor; null on an empty page. While `hasNextPage`, it is " +
         "REST's `nextCursor`.",
-      resolve: (info) => info.endCursor(),
     },
   },
 });
