@@ -1,6 +1,7 @@
 import type { Logger } from "../lib/log.ts";
 import type { Book } from "../lib/schemas.ts";
 import { isKvFile, openKv } from "./kv/open.ts";
+import { LOCAL_READS_AT_ONCE, REMOTE_READS_AT_ONCE } from "./kv/read.ts";
 import { explainKvWait } from "./kv/locks.ts";
 import { guardStorage, type StorageHealth } from "./kv/storage_health.ts";
 import { type EventsOptions, openStore, type Store } from "./store.ts";
@@ -59,7 +60,12 @@ export async function openStorage(options: {
       seedBooks: options.seedBooks,
       label,
       migrateOnStart: options.migrateOnStart,
-      addresses: { maxPerOwner: options.maxAddressesPerOwner },
+      addresses: {
+        maxPerOwner: options.maxAddressesPerOwner,
+        readsAtOnce: file !== undefined || path === ":memory:"
+          ? LOCAL_READS_AT_ONCE
+          : REMOTE_READS_AT_ONCE,
+      },
       events: options.events,
       onMigration: (e) => {
         if (e.done) logger.info("storage migrated", { from: e.from, to: e.to });

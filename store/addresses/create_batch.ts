@@ -51,6 +51,11 @@ export interface AddressStoreOptions {
   pageTokens?: PageTokens;
   /** What every write commits through (one per process); absent: the store opens its own. */
   changeLog?: ChangeLog;
+  /**
+   * KV calls of reads by key at once before reads share calls (store/kv/read.ts `sharedReads`);
+   * absent: LOCAL_READS_AT_ONCE, for a KV on this machine.
+   */
+  readsAtOnce?: number;
 }
 
 // Besides its creations a batch checks the layout (one check spare); each owner's count is part

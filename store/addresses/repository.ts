@@ -181,7 +181,7 @@ export function openAddressStore(kv: Deno.Kv, options: AddressStoreOptions = {})
     openChangeLog(kv, { retentionMs: DEFAULT_RETENTION_MS, guard: NO_GUARD.check });
   const create = deduplicateInFlight(createIdAllocator(kv, { ...options, log }, sweeper).allocate);
 
-  const shared = sharedReads(kv);
+  const shared = sharedReads(kv, options.readsAtOnce);
 
   function read(id: number) {
     return withKvRetry(() => shared([addressKey(id)])).then(

@@ -22,8 +22,18 @@ export async function getAll<T>(
  */
 export type SharedReads = (keys: readonly Deno.KvKey[]) => Promise<Deno.KvEntryMaybe<unknown>[]>;
 
-/** Reads of the KV at once, at most (each one `getMany`). */
-const IN_FLIGHT = 2;
+/**
+ * KV calls of shared reads running at once, at most, for a KV on this machine (a file or
+ * `:memory:`): its one SQLite thread runs the calls one at a time, so more would only wait there,
+ * one by one, instead of together here.
+ */
+export const LOCAL_READS_AT_ONCE = 2;
+
+/**
+ * The same for a remote KV (KV Connect, Deno Deploy's): each call is a request of its own over the
+ * network, answered in parallel, so reads share calls only past this many.
+ */
+export const REMOTE_READS_AT_ONCE = 32;
 
 interface Waiting {
   keys: readonly Deno.KvKey[];
@@ -32,7 +42,7 @@ interface Waiting {
 }
 
 /**
- * Reads by key that share `getMany` calls: a read goes at once while fewer than IN_FLIGHT reads
+ * Reads by key that share `getMany` calls: a read goes at once while fewer than `atOnce` calls
  * run, else it waits, and the waiting reads go together, up to 10 keys per call, in their order,
  * each read's keys in the same call (one snapshot for them, as its own `getMany` gave).
  *
@@ -42,12 +52,12 @@ interface Waiting {
  * in a call of ten (docs/bench.md, "Reads by key share the KV's calls"). A read is never older
  * than its request: the call that carries it starts after it was asked for.
  */
-export function sharedReads(kv: Deno.Kv): SharedReads {
+export function sharedReads(kv: Deno.Kv, atOnce = LOCAL_READS_AT_ONCE): SharedReads {
   const waiting: Waiting[] = [];
   let running = 0;
 
   function start(): void {
-    while (running < IN_FLIGHT && waiting.length > 0) {
+    while (running < atOnce && waiting.length > 0) {
       let n = 0;
       let size = 0;
       while (n < waiting.length && size + waiting[n]!.keys.length <= GET_MANY_MAX) {

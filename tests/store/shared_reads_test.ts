@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { sharedReads } from "../../store/kv/read.ts";
+import { REMOTE_READS_AT_ONCE, sharedReads } from "../../store/kv/read.ts";
 
 /** A KV handle counting its `getMany` calls (and the keys of each), failing them while `fail` is set. */
 function countingKv(kv: Deno.Kv) {
@@ -125,5 +125,17 @@ Deno.test("shared reads: any mix of reads and writes answers what kv.get answers
       ),
       { numRuns: 100 },
     );
+  });
+});
+
+Deno.test("shared reads: with a bound of N calls at once (a remote KV's), N reads go alone before any waits", async () => {
+  await withKv(async (kv) => {
+    for (let i = 1; i <= 50; i++) await kv.set(["k", i], i);
+    const { handle, calls } = countingKv(kv);
+    const read = sharedReads(handle, REMOTE_READS_AT_ONCE);
+    const got = await Promise.all(Array.from({ length: 50 }, (_, i) => read([["k", i + 1]])));
+    assert.deepEqual(got.map(([e]) => e!.value), Array.from({ length: 50 }, (_, i) => i + 1));
+    assert.deepEqual(calls.slice(0, REMOTE_READS_AT_ONCE), Array(REMOTE_READS_AT_ONCE).fill(1));
+    assert.ok(calls.length < 50, `the reads past ${REMOTE_READS_AT_ONCE} shared calls: ${calls}`);
   });
 });
