@@ -48,9 +48,11 @@ interface Waiting {
  *
  * Why: each KV call costs the main thread and KV's one SQLite thread a fixed price (the op, a
  * wake of that thread, a read transaction) besides its keys, and the SQLite thread runs the calls
- * one at a time anyway. Under concurrent requests, a read by id cost about twice the CPU alone as
- * in a call of ten (docs/bench.md, "Reads by key share the KV's calls"). A read is never older
- * than its request: the call that carries it starts after it was asked for.
+ * one at a time anyway. Where reads arrive together (a connection's HTTP/2 streams, a busy
+ * process), a read alone in its call cost about twice the CPU of one sharing a call; where they
+ * arrive one by one, they go one by one, as before (docs/bench.md, "Reads by key share the KV's
+ * calls"). A read is never older than its request: the call that carries it starts after it was
+ * asked for.
  */
 export function sharedReads(kv: Deno.Kv, atOnce = LOCAL_READS_AT_ONCE): SharedReads {
   const waiting: Waiting[] = [];
