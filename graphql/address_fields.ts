@@ -139,7 +139,9 @@ async function page(
     })),
     pageInfo: {
       hasNextPage: nextCursor !== null,
-      endCursor: nextCursor ?? cursors.at(-1) ?? null,
+      // The last edge's cursor: when a page follows, it is REST's nextCursor (the same token of
+      // the same id).
+      endCursor: cursors.at(-1) ?? null,
     },
   };
 }
